@@ -1,0 +1,269 @@
+//! The [`Backend`] enum, turning a backend name and a [`DeviceSpec`] into a Burn [`Device`].
+
+use std::fmt;
+
+use burn::tensor::Device;
+use clap::{Args, ValueEnum};
+
+use crate::spec::DeviceSpec;
+
+/// A Burn backend attnzoo can run on. Which ones exist in a build depends on its cargo features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum Backend {
+    /// burn-ndarray: pure-Rust CPU (feature `ndarray`, the default).
+    Ndarray,
+    /// burn-flex: pure-Rust CPU (feature `flex`).
+    Flex,
+    /// burn-wgpu: Vulkan, Metal, DX12 or GL GPUs, or a software Vulkan adapter (feature `wgpu`).
+    Wgpu,
+    /// burn-tch: LibTorch 2.9.0 on CPU, CUDA or MPS (feature `tch`).
+    Tch,
+    /// CubeCL's CUDA runtime (feature `cuda`).
+    Cuda,
+}
+
+/// Why a backend or device cannot be used; its `Display` is one line for a user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendError {
+    /// The backend's cargo feature was off when this binary was built.
+    NotCompiled(Backend),
+    /// The device spec does not parse.
+    BadSpec(String),
+    /// The backend has no device of that kind.
+    NoSuchDevice { backend: Backend, spec: DeviceSpec },
+    /// The backend is compiled in, but opening the device failed here.
+    Unavailable { backend: Backend, spec: DeviceSpec, reason: String },
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendError::NotCompiled(backend) => write!(
+                f,
+                "backend `{backend}` is not compiled into this build: rebuild with `--features {}`{}",
+                backend.cargo_feature(),
+                backend.requirements().map(|needs| format!(" ({needs})")).unwrap_or_default()
+            ),
+            BackendError::BadSpec(message) => write!(f, "{message}"),
+            BackendError::NoSuchDevice { backend, spec } => write!(
+                f,
+                "backend `{backend}` has no device `{spec}`: it accepts {}",
+                backend.accepted_devices()
+            ),
+            BackendError::Unavailable { backend, spec, reason } => write!(
+                f,
+                "backend `{backend}` cannot open device `{spec}`: {reason}{}",
+                backend.requirements().map(|needs| format!(" ({needs})")).unwrap_or_default()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Backend {
+    /// Every backend attnzoo knows, compiled in or not, in order of preference for a CPU default.
+    pub const ALL: [Backend; 5] = [
+        Backend::Ndarray,
+        Backend::Flex,
+        Backend::Wgpu,
+        Backend::Tch,
+        Backend::Cuda,
+    ];
+
+    /// The name used on the command line and in `ATTNZOO_REQUIRE_BACKENDS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Ndarray => "ndarray",
+            Backend::Flex => "flex",
+            Backend::Wgpu => "wgpu",
+            Backend::Tch => "tch",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    /// Parses a backend name as written on the command line.
+    pub fn from_name(name: &str) -> Option<Backend> {
+        Backend::ALL
+            .into_iter()
+            .find(|backend| backend.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The cargo feature (of `attnzoo` and `attnzoo-backends`) that compiles this backend in.
+    pub fn cargo_feature(self) -> &'static str {
+        self.name()
+    }
+
+    /// Whether this binary was built with the backend's cargo feature.
+    pub fn is_compiled(self) -> bool {
+        match self {
+            Backend::Ndarray => cfg!(feature = "ndarray"),
+            Backend::Flex => cfg!(feature = "flex"),
+            Backend::Wgpu => cfg!(feature = "wgpu"),
+            Backend::Tch => cfg!(feature = "tch"),
+            Backend::Cuda => cfg!(feature = "cuda"),
+        }
+    }
+
+    /// What the machine needs besides the cargo feature, if anything.
+    pub fn requirements(self) -> Option<&'static str> {
+        match self {
+            Backend::Ndarray | Backend::Flex => None,
+            Backend::Wgpu => Some(
+                "needs a Vulkan, Metal, DX12 or GL driver; without a GPU on Debian/Ubuntu: \
+                 `apt-get install mesa-vulkan-drivers libvulkan1` for the lavapipe CPU adapter",
+            ),
+            Backend::Tch => Some(
+                "needs LibTorch from PyTorch 2.9.0: build with LIBTORCH=<torch folder> \
+                 LIBTORCH_CXX11_ABI=1 and run with <torch folder>/lib on LD_LIBRARY_PATH; \
+                 `scripts/install-libtorch.sh` sets it up",
+            ),
+            Backend::Cuda => Some("needs an NVIDIA GPU with its driver and the CUDA toolkit"),
+        }
+    }
+
+    /// The device specs this backend accepts, for error messages and `--help`.
+    pub fn accepted_devices(self) -> &'static str {
+        match self {
+            Backend::Ndarray | Backend::Flex => "cpu",
+            Backend::Wgpu => "gpu (the best adapter), gpu:N / discrete[:N], integrated[:N], virtual[:N], cpu",
+            Backend::Tch => "cpu, cuda[:N] (or gpu[:N]), mps",
+            Backend::Cuda => "cuda[:N] (or gpu[:N])",
+        }
+    }
+
+    /// The first compiled-in backend in [`Backend::ALL`] order: the CLI's default.
+    pub fn default_compiled() -> Option<Backend> {
+        Backend::ALL.into_iter().find(|backend| backend.is_compiled())
+    }
+
+    /// The Burn device for `spec`, without opening it (see [`Backend::open`] for that).
+    pub fn device(self, spec: DeviceSpec) -> Result<Device, BackendError> {
+        if !self.is_compiled() {
+            return Err(BackendError::NotCompiled(self));
+        }
+        self.compiled_device(spec)
+            .ok_or(BackendError::NoSuchDevice { backend: self, spec })
+    }
+
+    /// The device for `spec`, opened: a tiny computation has run on it.
+    pub fn open(self, spec: DeviceSpec) -> Result<Device, BackendError> {
+        let device = self.device(spec)?;
+        crate::probe::try_open(&device).map_err(|reason| BackendError::Unavailable {
+            backend: self,
+            spec,
+            reason,
+        })?;
+        Ok(device)
+    }
+
+    #[allow(deprecated)] // burn-ndarray and burn-tch are deprecated in Burn 0.22 but still supported.
+    #[allow(unreachable_patterns, unused_variables)] // arms vanish with their features
+    fn compiled_device(self, spec: DeviceSpec) -> Option<Device> {
+        match (self, spec) {
+            #[cfg(feature = "ndarray")]
+            (Backend::Ndarray, DeviceSpec::Default | DeviceSpec::Cpu) => Some(Device::ndarray()),
+            #[cfg(feature = "flex")]
+            (Backend::Flex, DeviceSpec::Default | DeviceSpec::Cpu) => Some(Device::flex()),
+            #[cfg(feature = "wgpu")]
+            (Backend::Wgpu, spec) => wgpu_kind(spec).map(Device::wgpu),
+            #[cfg(feature = "tch")]
+            (Backend::Tch, DeviceSpec::Default | DeviceSpec::Cpu) => Some(Device::libtorch()),
+            #[cfg(feature = "tch")]
+            (Backend::Tch, DeviceSpec::Cuda(index) | DeviceSpec::Gpu(Some(index))) => {
+                Some(Device::libtorch_cuda(index))
+            }
+            #[cfg(feature = "tch")]
+            (Backend::Tch, DeviceSpec::Gpu(None)) => Some(Device::libtorch_cuda(0)),
+            #[cfg(feature = "tch")]
+            (Backend::Tch, DeviceSpec::Mps) => Some(Device::libtorch_mps()),
+            #[cfg(feature = "cuda")]
+            (Backend::Cuda, DeviceSpec::Default | DeviceSpec::Gpu(None)) => Some(Device::cuda(0)),
+            #[cfg(feature = "cuda")]
+            (Backend::Cuda, DeviceSpec::Cuda(index) | DeviceSpec::Gpu(Some(index))) => {
+                Some(Device::cuda(index))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_kind(spec: DeviceSpec) -> Option<burn::tensor::DeviceKind> {
+    use burn::tensor::DeviceKind;
+    Some(match spec {
+        DeviceSpec::Default | DeviceSpec::Gpu(None) => DeviceKind::DefaultDevice,
+        DeviceSpec::Gpu(Some(index)) | DeviceSpec::Discrete(index) => DeviceKind::DiscreteGpu(index),
+        DeviceSpec::Integrated(index) => DeviceKind::IntegratedGpu(index),
+        DeviceSpec::Virtual(index) => DeviceKind::VirtualGpu(index),
+        DeviceSpec::Cpu => DeviceKind::Cpu,
+        DeviceSpec::Cuda(_) | DeviceSpec::Mps => return None,
+    })
+}
+
+/// `--backend` and `--device`, for any command that computes. Flatten it into a clap parser.
+#[derive(Args, Clone, Debug)]
+pub struct DeviceArgs {
+    /// Backend to run on [default: the first compiled in of ndarray, flex, wgpu, tch, cuda]
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// Device of that backend: default, cpu, gpu[:N], discrete[:N], integrated[:N], virtual[:N],
+    /// cuda[:N], mps (as the backend allows)
+    #[arg(long, default_value = "default")]
+    pub device: String,
+}
+
+impl DeviceArgs {
+    /// The chosen backend (or the default one).
+    pub fn backend(&self) -> Result<Backend, BackendError> {
+        match self.backend {
+            Some(backend) => Ok(backend),
+            None => Backend::default_compiled().ok_or(BackendError::NotCompiled(Backend::Ndarray)),
+        }
+    }
+
+    /// Opens the chosen device, checking that it really computes.
+    pub fn open(&self) -> Result<(Backend, Device), BackendError> {
+        let backend = self.backend()?;
+        let spec = self.device.parse().map_err(BackendError::BadSpec)?;
+        Ok((backend, backend.open(spec)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_left_out_of_the_build_names_its_feature() {
+        for backend in Backend::ALL.into_iter().filter(|b| !b.is_compiled()) {
+            let error = backend.open(DeviceSpec::Default).unwrap_err();
+            assert_eq!(error, BackendError::NotCompiled(backend));
+            let message = error.to_string();
+            assert!(message.contains(&format!("--features {}", backend.name())), "{message}");
+            assert!(!message.contains('\n'), "one line: {message}");
+        }
+    }
+
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn ndarray_opens_cpu_and_refuses_a_gpu() {
+        assert!(Backend::Ndarray.open(DeviceSpec::Cpu).is_ok());
+        let error = Backend::Ndarray.device(DeviceSpec::Cuda(0)).unwrap_err();
+        assert_eq!(error.to_string(), "backend `ndarray` has no device `cuda:0`: it accepts cpu");
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for backend in Backend::ALL {
+            assert_eq!(Backend::from_name(backend.name()), Some(backend));
+        }
+        assert_eq!(Backend::from_name("torch"), None);
+    }
+}

@@ -1,0 +1,185 @@
+//! Masked softmax and the positional key patterns (causal, sliding window, strided sparse).
+//!
+//! A mask is `true` where a key may not be attended. The softmax over keys is
+//!
+//! `w_ij = exp(s_ij) / Σ_{k unmasked} exp(s_ik)` for unmasked `j`, `w_ij = 0` for masked `j`,
+//!
+//! and a row whose keys are all masked is all zeros (not NaN, not a uniform average).
+
+use std::ops::Range;
+
+use burn::config::Config;
+use burn::tensor::{activation::softmax, Bool, Device, Tensor, TensorData};
+
+use crate::error::ensure;
+use crate::AttnError;
+
+/// The score given to masked keys before the softmax: low enough that `exp` underflows to
+/// exactly zero next to any real score, yet finite so an all-masked row stays NaN-free.
+pub(crate) const MASKED_SCORE: f32 = -1.0e30;
+
+/// Softmax over the last dimension of `scores`, `[.., q_len, k_len]`, excluding the keys
+/// where `mask` (same shape, or broadcastable to it) is `true`.
+pub fn masked_softmax<const D: usize>(scores: Tensor<D>, mask: Option<Tensor<D, Bool>>) -> Tensor<D> {
+    match mask {
+        None => softmax(scores, D - 1),
+        Some(mask) => {
+            let mask = mask.expand(scores.shape());
+            softmax(scores.mask_fill(mask.clone(), MASKED_SCORE), D - 1).mask_fill(mask, 0.0)
+        }
+    }
+}
+
+/// Which keys a query may see, from positions alone. Query row `r` of a call sits at
+/// absolute position `i = query_offset + r` (the offset is the number of cached keys when
+/// decoding incrementally); key column `j` is at position `j`.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum KeyPattern {
+    /// Every key.
+    Full,
+    /// `j ≤ i`: never the future.
+    Causal,
+    /// Local attention: `|i − j| ≤ window`, and `j ≤ i` too when `causal`.
+    Window {
+        /// Keys farther than this from the query are masked; at least 1.
+        window: usize,
+        /// Also mask the future.
+        causal: bool,
+    },
+    /// The "fixed" sparse pattern of Child et al. 2019: `j` in the same block of `stride`
+    /// positions as `i` (`⌊j/l⌋ = ⌊i/l⌋`), or `j` one of the last `summary` positions of any
+    /// block (`j mod l ≥ l − c`); and `j ≤ i` when `causal`.
+    Strided {
+        /// The block length `l`.
+        stride: usize,
+        /// The `c` summary positions at the end of each block, `1 ≤ c ≤ l`.
+        summary: usize,
+        /// Also mask the future.
+        causal: bool,
+    },
+}
+
+impl KeyPattern {
+    /// Checks the pattern's numbers, naming a bad one.
+    pub fn validate(&self) -> Result<(), AttnError> {
+        match *self {
+            KeyPattern::Full | KeyPattern::Causal => {}
+            KeyPattern::Window { window, .. } => {
+                ensure!(window >= 1, "local attention window must be at least 1, got {window}");
+            }
+            KeyPattern::Strided { stride, summary, .. } => {
+                ensure!(stride >= 1, "strided attention stride must be at least 1, got {stride}");
+                ensure!(
+                    (1..=stride).contains(&summary),
+                    "strided attention summary must be in 1..={stride} (the stride), got {summary}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether query position `i` may see key position `j`.
+    pub fn allows(&self, i: usize, j: usize) -> bool {
+        match *self {
+            KeyPattern::Full => true,
+            KeyPattern::Causal => j <= i,
+            KeyPattern::Window { window, causal } => i.abs_diff(j) <= window && (!causal || j <= i),
+            KeyPattern::Strided { stride, summary, causal } => {
+                let same_block = i / stride == j / stride;
+                let is_summary = j % stride >= stride - summary;
+                (same_block || is_summary) && (!causal || j <= i)
+            }
+        }
+    }
+
+    /// Whether no query in `queries` may see any key in `keys` (a block that can be skipped).
+    pub fn blocks(&self, queries: Range<usize>, keys: Range<usize>) -> bool {
+        if queries.is_empty() || keys.is_empty() {
+            return true;
+        }
+        let (first_query, last_query) = (queries.start, queries.end - 1);
+        let (first_key, last_key) = (keys.start, keys.end - 1);
+        match *self {
+            KeyPattern::Full => false,
+            KeyPattern::Causal => first_key > last_query,
+            KeyPattern::Window { window, causal } => {
+                let too_far_ahead = first_key > last_query + window;
+                let too_far_behind = last_key + window < first_query;
+                too_far_ahead || too_far_behind || (causal && first_key > last_query)
+            }
+            KeyPattern::Strided { causal, .. } => causal && first_key > last_query,
+        }
+    }
+
+    /// The mask (`true` = may not attend) for a block of query and key positions,
+    /// `[queries.len(), keys.len()]`, or `None` when the pattern masks nothing there.
+    pub fn mask(&self, queries: Range<usize>, keys: Range<usize>, device: &Device) -> Option<Tensor<2, Bool>> {
+        let shape = [queries.len(), keys.len()];
+        let masked: Vec<bool> = queries
+            .flat_map(|i| keys.clone().map(move |j| !self.allows(i, j)))
+            .collect();
+        masked
+            .iter()
+            .any(|&m| m)
+            .then(|| Tensor::from_data(TensorData::new(masked, shape), device))
+    }
+}
+
+/// Combines two optional masks with "or" (a key masked by either stays masked).
+pub(crate) fn either<const D: usize>(
+    a: Option<Tensor<D, Bool>>,
+    b: Option<Tensor<D, Bool>>,
+) -> Option<Tensor<D, Bool>> {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let shape = broadcast_shape(&a.dims(), &b.dims());
+            Some(a.expand(shape).bool_or(b.expand(shape)))
+        }
+        (a, b) => a.or(b),
+    }
+}
+
+/// The shape two broadcast-compatible shapes broadcast to.
+pub(crate) fn broadcast_shape<const D: usize>(a: &[usize; D], b: &[usize; D]) -> [usize; D] {
+    std::array::from_fn(|axis| a[axis].max(b[axis]))
+}
+
+/// Lifts a `[rows, cols]` tensor to `D` dimensions as `[1, .., 1, rows, cols]`.
+pub(crate) fn lift<const D: usize, K: burn::tensor::kind::Basic>(tensor: Tensor<2, K>) -> Tensor<D, K> {
+    let [rows, cols] = tensor.dims();
+    let mut dims = [1; D];
+    dims[D - 2] = rows;
+    dims[D - 1] = cols;
+    tensor.reshape(dims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_agrees_with_allows_on_every_block() {
+        let patterns = [
+            KeyPattern::Full,
+            KeyPattern::Causal,
+            KeyPattern::Window { window: 2, causal: false },
+            KeyPattern::Window { window: 3, causal: true },
+            KeyPattern::Strided { stride: 4, summary: 1, causal: true },
+            KeyPattern::Strided { stride: 3, summary: 2, causal: false },
+        ];
+        for pattern in patterns {
+            for (q0, q1, k0, k1) in [(0, 4, 0, 4), (0, 4, 4, 8), (8, 12, 0, 4), (4, 8, 6, 9), (10, 13, 0, 3)] {
+                let any_allowed = (q0..q1).any(|i| (k0..k1).any(|j| pattern.allows(i, j)));
+                assert_eq!(pattern.blocks(q0..q1, k0..k1), !any_allowed, "{pattern:?} {q0}..{q1} x {k0}..{k1}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_patterns_name_the_value() {
+        let error = KeyPattern::Window { window: 0, causal: false }.validate().unwrap_err();
+        assert!(error.0.contains("window") && error.0.contains('0'), "{error}");
+        let error = KeyPattern::Strided { stride: 4, summary: 5, causal: true }.validate().unwrap_err();
+        assert!(error.0.contains("summary") && error.0.contains('5'), "{error}");
+    }
+}

@@ -1,0 +1,288 @@
+//! Multi-head attention (Vaswani et al. 2017) with grouped-query (Ainslie et al. 2023) and
+//! multi-query (Shazeer 2019) variants, for self- and cross-attention:
+//!
+//! `MultiHead(Q, K, V) = Concat(head_1, …, head_h) W_O`, `head_i = Attention(Q W_Q^i, K W_K^g(i), V W_V^g(i))`
+//!
+//! where query head `i` uses key/value head `g(i) = ⌊i / (h / h_kv)⌋`: `h_kv = h` is standard
+//! multi-head attention, `h_kv = 1` multi-query, anything in between grouped-query.
+//!
+//! Shapes: `query [B, Tq, D]`, `key`/`value [B, Tk, D]`, `mask [B|1, Tq|1, Tk]` (the same for
+//! every head), `padding [B, Tk]`, `head_bias [B|1, h|1, Tq|1, Tk]` (e.g. ALiBi) →
+//! `context [B, Tq, D]`, `weights [B, h, Tq, Tk]` when asked for. Heads have width `d_head = D / h`.
+//!
+//! For incremental decoding, [`KvCache`] keeps the projected keys and values of earlier steps
+//! (self-attention) or of the encoder memory (cross-attention, projected once).
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::{Bool, Device, Tensor};
+
+use super::scaled_dot::{AttentionInput, ScaledDotProduct, ScaledDotProductConfig};
+use crate::error::ensure;
+use crate::position::RotaryEncoding;
+use crate::AttnError;
+
+/// Configuration of [`MultiHead`].
+#[derive(Config, Debug)]
+pub struct MultiHeadConfig {
+    /// Model width `D`.
+    pub d_model: usize,
+    /// Query heads `h`; must divide `d_model`.
+    pub n_heads: usize,
+    /// Key/value heads `h_kv`; must divide `n_heads`. `None` means `n_heads`.
+    #[config(default = "None")]
+    pub n_kv_heads: Option<usize>,
+    /// Biases on the four projections.
+    #[config(default = true)]
+    pub bias: bool,
+    /// Scale, positional pattern (causal, local, strided) and implementation of the attention.
+    #[config(default = "ScaledDotProductConfig::new()")]
+    pub attention: ScaledDotProductConfig,
+}
+
+/// Multi-head attention with `n_kv_heads` key/value heads.
+#[derive(Module, Debug)]
+pub struct MultiHead {
+    /// `W_Q`: `D → h · d_head`.
+    pub query: Linear,
+    /// `W_K`: `D → h_kv · d_head`.
+    pub key: Linear,
+    /// `W_V`: `D → h_kv · d_head`.
+    pub value: Linear,
+    /// `W_O`: `h · d_head → D`.
+    pub output: Linear,
+    /// The per-head attention.
+    pub attention: ScaledDotProduct,
+    /// Query heads.
+    pub n_heads: usize,
+    /// Key/value heads.
+    pub n_kv_heads: usize,
+}
+
+/// Inputs of one multi-head attention call.
+#[derive(Debug, Clone)]
+pub struct MultiHeadInput {
+    /// `[B, Tq, D]`
+    pub query: Tensor<3>,
+    /// `[B, Tk, D]`
+    pub key: Tensor<3>,
+    /// `[B, Tk, D]`
+    pub value: Tensor<3>,
+    /// `[B|1, Tq|1, Tk]`, `true` = may not attend.
+    pub mask: Option<Tensor<3, Bool>>,
+    /// `[B, Tk]`, `true` = padding.
+    pub padding: Option<Tensor<2, Bool>>,
+    /// `[B|1, h|1, Tq|1, Tk]`, added to the scores.
+    pub head_bias: Option<Tensor<4>>,
+    /// Rotary position encoding applied to queries and keys.
+    pub rotary: Option<RotaryEncoding>,
+    /// Return the per-head weights.
+    pub need_weights: bool,
+}
+
+/// Context and, when asked, per-head weights.
+#[derive(Debug, Clone)]
+pub struct MultiHeadOutput {
+    /// `[B, Tq, D]`
+    pub context: Tensor<3>,
+    /// `[B, h, Tq, Tk]`
+    pub weights: Option<Tensor<4>>,
+}
+
+/// Projected keys and values kept between decoding steps, `[B, h_kv, T, d_head]`.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    key: Option<Tensor<4>>,
+    value: Option<Tensor<4>>,
+    fixed: bool,
+}
+
+impl KvCache {
+    /// For self-attention: each call's keys and values are appended.
+    pub fn growing() -> Self {
+        Self::default()
+    }
+
+    /// For cross-attention over a fixed memory: projected on the first call, reused after.
+    pub fn fixed() -> Self {
+        Self { fixed: true, ..Self::default() }
+    }
+
+    /// Number of cached positions.
+    pub fn len(&self) -> usize {
+        self.key.as_ref().map_or(0, |key| key.dims()[2])
+    }
+
+    /// Whether nothing is cached yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl MultiHeadInput {
+    /// Queries attending over keys and values (cross-attention).
+    pub fn new(query: Tensor<3>, key: Tensor<3>, value: Tensor<3>) -> Self {
+        Self { query, key, value, mask: None, padding: None, head_bias: None, rotary: None, need_weights: false }
+    }
+
+    /// A sequence attending over itself.
+    pub fn self_attn(x: Tensor<3>) -> Self {
+        Self::new(x.clone(), x.clone(), x)
+    }
+
+    /// Sets the mask `[B|1, Tq|1, Tk]`.
+    pub fn mask(mut self, mask: Tensor<3, Bool>) -> Self {
+        self.mask = Some(mask);
+        self
+    }
+
+    /// Sets the key padding mask `[B, Tk]`.
+    pub fn padding(mut self, padding: Tensor<2, Bool>) -> Self {
+        self.padding = Some(padding);
+        self
+    }
+
+    /// Sets a per-head additive bias `[B|1, h|1, Tq|1, Tk]`.
+    pub fn head_bias(mut self, bias: Tensor<4>) -> Self {
+        self.head_bias = Some(bias);
+        self
+    }
+
+    /// Rotates queries and keys by their positions (RoPE).
+    pub fn rotary(mut self, rotary: RotaryEncoding) -> Self {
+        self.rotary = Some(rotary);
+        self
+    }
+
+    /// Asks for the per-head weights.
+    pub fn with_weights(mut self) -> Self {
+        self.need_weights = true;
+        self
+    }
+}
+
+impl MultiHeadConfig {
+    /// Builds the module, checking that the heads divide evenly.
+    pub fn try_init(&self, device: &Device) -> Result<MultiHead, AttnError> {
+        let (d_model, n_heads) = (self.d_model, self.n_heads);
+        let n_kv_heads = self.n_kv_heads.unwrap_or(n_heads);
+        ensure!(n_heads >= 1, "n_heads must be at least 1, got {n_heads}");
+        ensure!(
+            d_model % n_heads == 0,
+            "d_model {d_model} is not divisible by n_heads {n_heads}"
+        );
+        ensure!(
+            n_kv_heads >= 1 && n_heads % n_kv_heads == 0,
+            "n_heads {n_heads} is not divisible by n_kv_heads {n_kv_heads}"
+        );
+        let d_head = d_model / n_heads;
+        let linear = |d_in, d_out| LinearConfig::new(d_in, d_out).with_bias(self.bias).init(device);
+        Ok(MultiHead {
+            query: linear(d_model, n_heads * d_head),
+            key: linear(d_model, n_kv_heads * d_head),
+            value: linear(d_model, n_kv_heads * d_head),
+            output: linear(n_heads * d_head, d_model),
+            attention: self.attention.try_init()?,
+            n_heads,
+            n_kv_heads,
+        })
+    }
+}
+
+impl MultiHead {
+    /// Width of one head.
+    pub fn d_head(&self) -> usize {
+        self.query.weight.dims()[1] / self.n_heads
+    }
+
+    /// Attends over the given keys and values.
+    pub fn forward(&self, input: MultiHeadInput) -> Result<MultiHeadOutput, AttnError> {
+        self.forward_cached(input, &mut KvCache::growing())
+    }
+
+    /// Attends with a cache: for self-attention the new keys and values are appended to the
+    /// cached ones (and the causal/local pattern places the queries after them); for a
+    /// [`KvCache::fixed`] cache the memory is projected once and reused.
+    pub fn forward_cached(&self, input: MultiHeadInput, cache: &mut KvCache) -> Result<MultiHeadOutput, AttnError> {
+        self.validate(&input)?;
+        let [batch, q_len, _] = input.query.dims();
+        let offset = if cache.fixed { 0 } else { cache.len() };
+        let mut query = self.split_heads(self.query.forward(input.query), self.n_heads);
+        if let Some(rotary) = &input.rotary {
+            query = rotary.apply(query, offset)?;
+        }
+        let (key, value) = match (cache.fixed, cache.key.clone(), cache.value.clone()) {
+            (true, Some(key), Some(value)) => (key, value),
+            (fixed, cached_key, cached_value) => {
+                let mut key = self.split_heads(self.key.forward(input.key), self.n_kv_heads);
+                if let Some(rotary) = &input.rotary {
+                    key = rotary.apply(key, offset)?;
+                }
+                let value = self.split_heads(self.value.forward(input.value), self.n_kv_heads);
+                let (key, value) = match (fixed, cached_key, cached_value) {
+                    (false, Some(old_key), Some(old_value)) => {
+                        (Tensor::cat(vec![old_key, key], 2), Tensor::cat(vec![old_value, value], 2))
+                    }
+                    _ => (key, value),
+                };
+                cache.key = Some(key.clone());
+                cache.value = Some(value.clone());
+                (key, value)
+            }
+        };
+        let k_len = key.dims()[2];
+        let mut attend = AttentionInput::new(query, self.repeat_kv(key), self.repeat_kv(value))
+            .query_offset(offset);
+        if let Some(mask) = input.mask {
+            attend = attend.mask(mask.unsqueeze_dim(1));
+        }
+        if let Some(padding) = input.padding {
+            ensure!(
+                padding.dims() == [batch, k_len],
+                "padding mask shape {:?} is not [batch, key_len] = [{batch}, {k_len}]",
+                padding.dims()
+            );
+            attend = attend.mask_pad(padding);
+        }
+        if let Some(bias) = input.head_bias {
+            attend = attend.bias(bias);
+        }
+        if input.need_weights {
+            attend = attend.with_weights();
+        }
+        let output = self.attention.forward(attend)?;
+        let context = output.context.swap_dims(1, 2).reshape([batch, q_len, self.n_heads * self.d_head()]);
+        Ok(MultiHeadOutput { context: self.output.forward(context), weights: output.weights })
+    }
+
+    fn validate(&self, input: &MultiHeadInput) -> Result<(), AttnError> {
+        let d_model = self.query.weight.dims()[0];
+        for (name, tensor) in [("query", &input.query), ("key", &input.key), ("value", &input.value)] {
+            let [_, _, width] = tensor.dims();
+            ensure!(width == d_model, "{name} width {width} is not d_model {d_model} (shape {:?})", tensor.dims());
+        }
+        let ([qb, ..], [kb, k_len, _], [vb, v_len, _]) = (input.query.dims(), input.key.dims(), input.value.dims());
+        ensure!(qb == kb && kb == vb, "batch sizes differ: query {qb}, key {kb}, value {vb}");
+        ensure!(k_len == v_len, "key length {k_len} differs from value length {v_len}");
+        Ok(())
+    }
+
+    /// `[B, T, n·d_head]` → `[B, n, T, d_head]`.
+    fn split_heads(&self, x: Tensor<3>, n: usize) -> Tensor<4> {
+        let [batch, len, _] = x.dims();
+        x.reshape([batch, len, n, self.d_head()]).swap_dims(1, 2)
+    }
+
+    /// `[B, h_kv, T, d]` → `[B, h, T, d]`, each key/value head shared by `h / h_kv` consecutive query heads.
+    fn repeat_kv(&self, x: Tensor<4>) -> Tensor<4> {
+        let group = self.n_heads / self.n_kv_heads;
+        if group == 1 {
+            return x;
+        }
+        let [batch, kv_heads, len, d_head] = x.dims();
+        x.unsqueeze_dim::<5>(2)
+            .expand([batch, kv_heads, group, len, d_head])
+            .reshape([batch, kv_heads * group, len, d_head])
+    }
+}

@@ -1,0 +1,281 @@
+//! Scaled dot-product attention (Vaswani et al. 2017):
+//!
+//! `Attention(Q, K, V) = softmax(scale · QKᵀ + bias, masked) V`, with `scale = 1/√d_k` unless set.
+//!
+//! Shapes, for any number of leading batch dimensions (`D ≥ 3`):
+//! - `query [.., q_len, d_k]`, `key [.., k_len, d_k]`, `value [.., k_len, d_v]`
+//! - `mask [.., q_len, k_len]` (Bool, `true` = may not attend; any dimension may be 1 to broadcast)
+//! - `bias [.., q_len, k_len]` (added to the scaled scores; broadcastable like the mask)
+//! - output `context [.., q_len, d_v]`, `weights [.., q_len, k_len]` when asked for.
+//!
+//! Three implementations compute the same function ([`AttentionImpl`]): the dense one
+//! materialises the score matrix and can return the weights; the fused one calls Burn's
+//! `attention` op (flash kernels on CubeCL and flex, SDPA on tch); the chunked one streams
+//! over key blocks with an online softmax ([`super::memory_efficient`]). Asking for weights
+//! always takes the dense path.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, Tensor};
+
+use super::masking::{either, lift, masked_softmax, KeyPattern};
+use super::memory_efficient::chunked_attention;
+use crate::error::ensure;
+use crate::AttnError;
+
+/// How attention is computed. All give the same result up to float rounding.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum AttentionImpl {
+    /// Materialise the `[q_len, k_len]` scores; returns the weights when asked.
+    Dense,
+    /// Burn's fused `burn::tensor::module::attention` op.
+    Fused,
+    /// Online softmax over blocks of `query_chunk × key_chunk` scores: peak memory grows with
+    /// `q_len · key_chunk` instead of `q_len · k_len`; blocks a [`KeyPattern`] masks entirely are skipped.
+    Chunked {
+        /// Queries per block.
+        query_chunk: usize,
+        /// Keys per block.
+        key_chunk: usize,
+    },
+}
+
+impl AttentionImpl {
+    /// The memory-efficient path with 512 × 512 blocks.
+    pub const CHUNKED: AttentionImpl = AttentionImpl::Chunked { query_chunk: 512, key_chunk: 512 };
+}
+
+/// Configuration of [`ScaledDotProduct`].
+#[derive(Config, Debug)]
+pub struct ScaledDotProductConfig {
+    /// Multiplier on `QKᵀ`; `None` means `1/√d_k` with `d_k` the query width.
+    #[config(default = "None")]
+    pub scale: Option<f64>,
+    /// Keys masked by position (causal, local window, strided sparse).
+    #[config(default = "KeyPattern::Full")]
+    pub pattern: KeyPattern,
+    /// Which implementation runs when no weights are asked for.
+    #[config(default = "AttentionImpl::Dense")]
+    pub implementation: AttentionImpl,
+}
+
+/// Scaled dot-product attention. It has no parameters; see the module docs for the formula.
+#[derive(Module, Debug)]
+pub struct ScaledDotProduct {
+    /// Multiplier on `QKᵀ` (`None`: `1/√d_k`).
+    #[module(skip)]
+    pub scale: Option<f64>,
+    /// Positional key mask.
+    #[module(skip)]
+    pub pattern: KeyPattern,
+    /// Implementation used when weights are not asked for.
+    #[module(skip)]
+    pub implementation: AttentionImpl,
+}
+
+/// The inputs of one attention call; see the module docs for shapes.
+#[derive(Debug, Clone)]
+pub struct AttentionInput<const D: usize> {
+    /// `[.., q_len, d_k]`
+    pub query: Tensor<D>,
+    /// `[.., k_len, d_k]`
+    pub key: Tensor<D>,
+    /// `[.., k_len, d_v]`
+    pub value: Tensor<D>,
+    /// `[.., q_len | 1, k_len]`, `true` = may not attend.
+    pub mask: Option<Tensor<D, Bool>>,
+    /// `[.., q_len | 1, k_len]`, added to the scaled scores.
+    pub bias: Option<Tensor<D>>,
+    /// Absolute position of the first query (the number of cached keys when decoding).
+    pub query_offset: usize,
+    /// Return the weights (forces the dense path).
+    pub need_weights: bool,
+}
+
+/// The result of one attention call.
+#[derive(Debug, Clone)]
+pub struct AttentionOutput<const D: usize> {
+    /// `[.., q_len, d_v]`
+    pub context: Tensor<D>,
+    /// `[.., q_len, k_len]`, when asked for.
+    pub weights: Option<Tensor<D>>,
+}
+
+impl<const D: usize> AttentionInput<D> {
+    /// Queries attending over keys and values.
+    pub fn new(query: Tensor<D>, key: Tensor<D>, value: Tensor<D>) -> Self {
+        Self { query, key, value, mask: None, bias: None, query_offset: 0, need_weights: false }
+    }
+
+    /// A sequence attending over itself.
+    pub fn self_attn(x: Tensor<D>) -> Self {
+        Self::new(x.clone(), x.clone(), x)
+    }
+
+    /// Adds a boolean mask (`true` = may not attend); combined with any mask already set.
+    pub fn mask(mut self, mask: Tensor<D, Bool>) -> Self {
+        self.mask = either(self.mask, Some(mask));
+        self
+    }
+
+    /// Adds a padding mask `[batch, k_len]` (`true` = padding), the same for every query.
+    pub fn mask_pad(self, padding: Tensor<2, Bool>) -> Self {
+        let [batch, k_len] = padding.dims();
+        let mut dims = [1; D];
+        dims[0] = batch;
+        dims[D - 1] = k_len;
+        self.mask(padding.reshape(dims))
+    }
+
+    /// Adds an additive score bias (ALiBi, relative positions).
+    pub fn bias(mut self, bias: Tensor<D>) -> Self {
+        self.bias = Some(match self.bias {
+            Some(previous) => previous + bias,
+            None => bias,
+        });
+        self
+    }
+
+    /// Sets the absolute position of the first query (for causal and local patterns with a cache).
+    pub fn query_offset(mut self, offset: usize) -> Self {
+        self.query_offset = offset;
+        self
+    }
+
+    /// Asks for the attention weights.
+    pub fn with_weights(mut self) -> Self {
+        self.need_weights = true;
+        self
+    }
+
+    /// Checks that the shapes fit together, naming the ones that do not.
+    pub fn validate(&self) -> Result<(), AttnError> {
+        ensure!(D >= 3, "attention inputs need at least 3 dimensions [batch, len, width], got {D}");
+        let (q, k, v) = (self.query.dims(), self.key.dims(), self.value.dims());
+        ensure!(
+            q[D - 1] == k[D - 1],
+            "query width {} differs from key width {} (query {q:?}, key {k:?})",
+            q[D - 1],
+            k[D - 1]
+        );
+        ensure!(
+            k[D - 2] == v[D - 2],
+            "key length {} differs from value length {} (key {k:?}, value {v:?})",
+            k[D - 2],
+            v[D - 2]
+        );
+        ensure!(
+            q[..D - 2] == k[..D - 2] && k[..D - 2] == v[..D - 2],
+            "batch dimensions differ: query {q:?}, key {k:?}, value {v:?}"
+        );
+        let mut scores = q;
+        scores[D - 1] = k[D - 2];
+        let fits = |dims: [usize; D]| dims.iter().zip(&scores).all(|(&d, &s)| d == s || d == 1);
+        if let Some(mask) = &self.mask {
+            ensure!(fits(mask.dims()), "mask shape {:?} does not fit the scores shape {scores:?}", mask.dims());
+        }
+        if let Some(bias) = &self.bias {
+            ensure!(fits(bias.dims()), "bias shape {:?} does not fit the scores shape {scores:?}", bias.dims());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn lengths(&self) -> (usize, usize) {
+        (self.query.dims()[D - 2], self.key.dims()[D - 2])
+    }
+}
+
+impl ScaledDotProductConfig {
+    /// Builds the module, checking the pattern and chunk sizes.
+    pub fn try_init(&self) -> Result<ScaledDotProduct, AttnError> {
+        self.pattern.validate()?;
+        if let Some(scale) = self.scale {
+            ensure!(scale.is_finite() && scale > 0.0, "attention scale must be positive and finite, got {scale}");
+        }
+        if let AttentionImpl::Chunked { query_chunk, key_chunk } = self.implementation {
+            ensure!(
+                query_chunk >= 1 && key_chunk >= 1,
+                "chunk sizes must be at least 1, got query_chunk {query_chunk}, key_chunk {key_chunk}"
+            );
+        }
+        Ok(ScaledDotProduct { scale: self.scale, pattern: self.pattern, implementation: self.implementation })
+    }
+}
+
+impl ScaledDotProduct {
+    /// The scale applied to `QKᵀ` for queries of width `d_k`.
+    pub fn scale_for(&self, d_k: usize) -> f64 {
+        self.scale.unwrap_or(1.0 / (d_k as f64).sqrt())
+    }
+
+    /// Attends, checking the input shapes first.
+    pub fn forward<const D: usize>(&self, input: AttentionInput<D>) -> Result<AttentionOutput<D>, AttnError> {
+        input.validate()?;
+        let implementation = if input.need_weights { AttentionImpl::Dense } else { self.implementation };
+        Ok(match implementation {
+            AttentionImpl::Dense => self.dense(input),
+            AttentionImpl::Fused => AttentionOutput { context: self.fused(input), weights: None },
+            AttentionImpl::Chunked { query_chunk, key_chunk } => AttentionOutput {
+                context: chunked_attention(self, input, query_chunk, key_chunk),
+                weights: None,
+            },
+        })
+    }
+
+    /// The user's mask combined with the positional pattern, `[.., q_len | 1, k_len]`.
+    pub(crate) fn full_mask<const D: usize>(&self, input: &AttentionInput<D>) -> Option<Tensor<D, Bool>> {
+        let (q_len, k_len) = input.lengths();
+        let offset = input.query_offset;
+        let pattern = self.pattern.mask(offset..offset + q_len, 0..k_len, &input.query.device());
+        either(input.mask.clone(), pattern.map(lift))
+    }
+
+    fn dense<const D: usize>(&self, input: AttentionInput<D>) -> AttentionOutput<D> {
+        let mask = self.full_mask(&input);
+        let d_k = input.query.dims()[D - 1];
+        let scores = input.query.matmul(input.key.swap_dims(D - 2, D - 1)).mul_scalar(self.scale_for(d_k));
+        let scores = match input.bias {
+            Some(bias) => scores + bias,
+            None => scores,
+        };
+        let weights = masked_softmax(scores, mask);
+        let context = weights.clone().matmul(input.value);
+        AttentionOutput { context, weights: input.need_weights.then_some(weights) }
+    }
+
+    /// Burn's fused op works on `[batch, heads, len, width]` with full-shape masks; queries
+    /// whose keys are all masked are zeroed afterwards (the fused kernels give NaN there).
+    fn fused<const D: usize>(&self, input: AttentionInput<D>) -> Tensor<D> {
+        let (q_len, k_len) = input.lengths();
+        let q_dims = input.query.dims();
+        let d_v = input.value.dims()[D - 1];
+        let scale = self.scale_for(q_dims[D - 1]);
+        let mask = self.full_mask(&input);
+        let to_4d = |dims: [usize; D], rows: usize, cols: usize| -> [usize; 4] {
+            let batch: usize = dims[..D - 2].iter().product();
+            [batch, 1, rows, cols]
+        };
+        let k_dims = input.key.dims();
+        let mut score_dims = q_dims;
+        score_dims[D - 1] = k_len;
+        let mask4 = mask.clone().map(|m| m.expand(score_dims).reshape(to_4d(score_dims, q_len, k_len)));
+        let bias4 = input.bias.map(|b| b.expand(score_dims).reshape(to_4d(score_dims, q_len, k_len)));
+        let context = attention(
+            input.query.reshape(to_4d(q_dims, q_len, q_dims[D - 1])),
+            input.key.reshape(to_4d(k_dims, k_len, q_dims[D - 1])),
+            input.value.reshape(to_4d(q_dims, k_len, d_v)),
+            mask4,
+            bias4,
+            AttentionModuleOptions { scale: Some(scale), softcap: None, is_causal: false },
+        );
+        let mut out_dims = q_dims;
+        out_dims[D - 1] = d_v;
+        let context: Tensor<D> = context.reshape(out_dims);
+        match mask {
+            Some(mask) => context.mask_fill(mask.expand(score_dims).all_dim(D - 1), 0.0),
+            None => context,
+        }
+    }
+}

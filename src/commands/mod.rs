@@ -1,0 +1,5 @@
+//! One function per CLI subcommand.
+
+mod backends;
+
+pub use backends::{backends, check};

@@ -1,0 +1,7 @@
+//! The application side of attnzoo: the CLI's commands. The mechanisms live in
+//! `attnzoo-models`, backend selection in `attnzoo-backends`.
+
+pub mod commands;
+mod error;
+
+pub use error::CliError;

@@ -1,0 +1,357 @@
+//! PyTorch parity: every fixture in `tests/fixtures/parity/` (and in `$ATTNZOO_PARITY_DIR`, when
+//! set) on every usable backend with every implementation that claims its function. Format and
+//! kinds: `docs/PARITY.md`. Prints one line per fixture × backend × implementation.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use attnzoo_backends::{test_devices, Backend};
+use attnzoo_models::attention::{
+    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, MultiHeadConfig,
+    MultiHeadInput, ScaledDotProductConfig,
+};
+use attnzoo_models::position::SinusoidalPositionConfig;
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::{Bool, Device, Tensor, TensorData};
+use safetensors::{Dtype, SafeTensors};
+use serde_json::Value;
+
+/// wgpu's float arithmetic (and lavapipe's exp) differs more from PyTorch's than the CPUs' does.
+const WGPU_TOLERANCE_FACTOR: f32 = 10.0;
+
+struct Fixture {
+    name: String,
+    kind: String,
+    config: Value,
+    atol: f32,
+    rtol: f32,
+    tensors: HashMap<String, (Vec<usize>, Dtype, Vec<u8>)>,
+}
+
+impl Fixture {
+    fn load(path: &Path) -> Result<Fixture, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let metadata = header.metadata().clone().unwrap_or_default();
+        let field = |key: &str| metadata.get(key).cloned();
+        let kind = field("module").ok_or_else(|| format!("{}: no `module` in metadata", path.display()))?;
+        let config = serde_json::from_str(&field("config").unwrap_or_else(|| "{}".into()))
+            .map_err(|e| format!("{}: bad config: {e}", path.display()))?;
+        let number = |key: &str, default: f32| -> Result<f32, String> {
+            field(key).map_or(Ok(default), |v| v.parse().map_err(|e| format!("{}: bad {key}: {e}", path.display())))
+        };
+        let tensors = SafeTensors::deserialize(&bytes)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .tensors()
+            .into_iter()
+            .map(|(name, view)| (name, (view.shape().to_vec(), view.dtype(), view.data().to_vec())))
+            .collect();
+        Ok(Fixture {
+            name: path.file_stem().unwrap().to_string_lossy().into_owned(),
+            kind,
+            config,
+            atol: number("atol", 1e-5)?,
+            rtol: number("rtol", 1e-4)?,
+            tensors,
+        })
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    fn values(&self, name: &str) -> (Vec<usize>, Vec<f32>) {
+        let (shape, dtype, bytes) = self.tensors.get(name).unwrap_or_else(|| panic!("{}: no tensor {name}", self.name));
+        assert_eq!(*dtype, Dtype::F32, "{}: {name} is not F32", self.name);
+        let values = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        (shape.clone(), values)
+    }
+
+    fn float<const D: usize>(&self, name: &str, device: &Device) -> Tensor<D> {
+        let (shape, values) = self.values(name);
+        Tensor::from_data(TensorData::new(values, shape), device)
+    }
+
+    fn mask<const D: usize>(&self, name: &str, device: &Device) -> Option<Tensor<D, Bool>> {
+        let (shape, dtype, bytes) = self.tensors.get(name)?;
+        assert_eq!(*dtype, Dtype::U8, "{}: mask {name} is not U8", self.name);
+        let values: Vec<bool> = bytes.iter().map(|&b| b != 0).collect();
+        Some(Tensor::from_data(TensorData::new(values, shape.clone()), device))
+    }
+
+    /// A PyTorch `Linear` (`[out, in]` weight) as a Burn one (`[in, out]`).
+    fn linear(&self, prefix: &str, device: &Device) -> Linear {
+        let weight: Tensor<2> = self.float(&format!("param.{prefix}.weight"), device);
+        let bias_name = format!("param.{prefix}.bias");
+        Linear {
+            weight: Param::from_tensor(weight.transpose()),
+            bias: self.has(&bias_name).then(|| Param::from_tensor(self.float(&bias_name, device))),
+        }
+    }
+
+    fn usize(&self, key: &str) -> usize {
+        self.config[key].as_u64().unwrap_or_else(|| panic!("{}: config needs `{key}`", self.name)) as usize
+    }
+
+    fn implementations(&self) -> Vec<(&'static str, AttentionImpl)> {
+        match self.kind.as_str() {
+            "additive" | "luong" | "sinusoidal_position" => vec![("dense", AttentionImpl::Dense)],
+            _ => vec![
+                ("dense", AttentionImpl::Dense),
+                ("fused", AttentionImpl::Fused),
+                // Uneven blocks, several per axis, so the streaming softmax really streams.
+                ("chunked", AttentionImpl::Chunked { query_chunk: 4, key_chunk: 3 }),
+            ],
+        }
+    }
+
+    /// Runs the fixture's module; returns the outputs it produced by name.
+    fn run(&self, device: &Device, implementation: AttentionImpl) -> Result<Vec<(String, Tensor<4>)>, String> {
+        let want_weights = implementation == AttentionImpl::Dense;
+        let lift3 = |t: Tensor<3>| t.unsqueeze::<4>();
+        let lift2 = |t: Tensor<2>| t.unsqueeze::<4>();
+        let err = |e: attnzoo_models::AttnError| e.to_string();
+        let outputs = match self.kind.as_str() {
+            "additive" | "luong" => {
+                let hidden = self.usize("hidden_dim");
+                let score = match self.config["method"].as_str() {
+                    None => AlignmentScore::Additive,
+                    Some("dot") => AlignmentScore::Dot,
+                    Some("general") => AlignmentScore::General,
+                    Some("concat") => AlignmentScore::Concat,
+                    Some(other) => return Err(format!("unknown luong method {other}")),
+                };
+                let mut alignment = AlignmentConfig::new(hidden, score).try_init(device).map_err(err)?;
+                match &mut alignment {
+                    attnzoo_models::attention::Alignment::Additive(additive) => {
+                        additive.query_proj = self.linear("W1", device);
+                        additive.memory_proj = self.linear("W2", device);
+                        additive.score_proj = self.linear("V", device);
+                    }
+                    attnzoo_models::attention::Alignment::Luong(luong) => {
+                        if score != AlignmentScore::Dot {
+                            luong.weight = Some(self.linear("W", device));
+                        }
+                        if score == AlignmentScore::Concat {
+                            luong.score_proj = Some(self.linear("V", device));
+                        }
+                    }
+                    attnzoo_models::attention::Alignment::Location(_) => unreachable!(),
+                }
+                let output = alignment
+                    .step(self.float("input.query", device), self.float("input.keys", device), self.mask("input.mask", device))
+                    .map_err(err)?;
+                vec![("context".into(), lift2(output.context)), ("weights".into(), lift2(output.weights))]
+            }
+            "scaled_dot_product" => {
+                let d_model = self.usize("d_model");
+                let causal = self.config["causal"].as_bool().unwrap_or(false);
+                let pattern = match (self.config["window"].as_u64(), causal) {
+                    (Some(window), causal) => KeyPattern::Window { window: window as usize, causal },
+                    (None, true) => KeyPattern::Causal,
+                    (None, false) => KeyPattern::Full,
+                };
+                let attention = ScaledDotProductConfig::new()
+                    .with_scale(Some(1.0 / (d_model as f64).sqrt()))
+                    .with_pattern(pattern)
+                    .with_implementation(implementation)
+                    .try_init()
+                    .map_err(err)?;
+                let mut input = AttentionInput::<3>::new(
+                    self.float("input.query", device),
+                    self.float("input.key", device),
+                    self.float("input.value", device),
+                );
+                if let Some(mask) = self.mask("input.mask", device) {
+                    input = input.mask(mask);
+                }
+                if want_weights {
+                    input = input.with_weights();
+                }
+                let output = attention.forward(input).map_err(err)?;
+                let mut outputs = vec![("output".to_string(), lift3(output.context))];
+                outputs.extend(output.weights.map(|w| ("weights".to_string(), lift3(w))));
+                outputs
+            }
+            "multi_head" | "self_attention" | "torch_multihead" | "grouped_query" => {
+                self.run_multi_head(device, implementation, want_weights)?
+            }
+            "sinusoidal_position" => {
+                let position = SinusoidalPositionConfig::new(self.usize("d_model"))
+                    .with_max_len(self.usize("max_len"))
+                    .try_init(device)
+                    .map_err(err)?;
+                vec![("output".into(), lift3(position.forward(self.float("input.x", device), 0).map_err(err)?))]
+            }
+            other => return Err(format!("unknown fixture kind `{other}`")),
+        };
+        Ok(outputs)
+    }
+
+    fn run_multi_head(
+        &self,
+        device: &Device,
+        implementation: AttentionImpl,
+        want_weights: bool,
+    ) -> Result<Vec<(String, Tensor<4>)>, String> {
+        let err = |e: attnzoo_models::AttnError| e.to_string();
+        let (d_model, n_heads) = match self.kind.as_str() {
+            "multi_head" => (self.usize("d_model"), self.usize("num_heads")),
+            "self_attention" => (self.usize("hidden_dim"), self.usize("heads")),
+            "torch_multihead" => (self.usize("embed_dim"), self.usize("num_heads")),
+            _ => (self.usize("d_model"), self.usize("n_heads")),
+        };
+        let grouped = self.kind == "grouped_query";
+        let causal = grouped && self.config["causal"].as_bool().unwrap_or(false);
+        let attention = ScaledDotProductConfig::new()
+            .with_pattern(if causal { KeyPattern::Causal } else { KeyPattern::Full })
+            .with_implementation(implementation);
+        let mut config = MultiHeadConfig::new(d_model, n_heads).with_bias(!grouped).with_attention(attention);
+        if grouped {
+            config = config.with_n_kv_heads(Some(self.usize("n_kv_heads")));
+        }
+        let mut module = config.try_init(device).map_err(err)?;
+        let (q, k, v, o) = match self.kind.as_str() {
+            "multi_head" => ("W_q", "W_k", "W_v", "W_o"),
+            "self_attention" => ("q_linear", "k_linear", "v_linear", "fc"),
+            "grouped_query" => ("q_proj", "k_proj", "v_proj", "o_proj"),
+            _ => ("", "", "", "out_proj"),
+        };
+        if self.kind == "torch_multihead" {
+            let packed: Tensor<2> = self.float("param.in_proj_weight", device);
+            let bias: Tensor<1> = self.float("param.in_proj_bias", device);
+            let part = |i: usize| Linear {
+                weight: Param::from_tensor(packed.clone().narrow(0, i * d_model, d_model).transpose()),
+                bias: Some(Param::from_tensor(bias.clone().narrow(0, i * d_model, d_model))),
+            };
+            (module.query, module.key, module.value) = (part(0), part(1), part(2));
+        } else {
+            module.query = self.linear(q, device);
+            module.key = self.linear(k, device);
+            module.value = self.linear(v, device);
+        }
+        module.output = self.linear(o, device);
+
+        let mut input = if self.has("input.x") {
+            MultiHeadInput::self_attn(self.float("input.x", device))
+        } else {
+            MultiHeadInput::new(self.float("input.query", device), self.float("input.key", device), self.float("input.value", device))
+        };
+        if let Some(mask) = self.mask::<3>("input.mask", device) {
+            input = input.mask(mask);
+        }
+        if let Some(mask) = self.mask::<2>("input.attn_mask", device) {
+            input = input.mask(mask.unsqueeze());
+        }
+        if let Some(padding) = self.mask::<2>("input.key_padding_mask", device) {
+            input = input.padding(padding);
+        }
+        if want_weights {
+            input = input.with_weights();
+        }
+        let output = module.forward(input).map_err(err)?;
+        let mut outputs = vec![("output".to_string(), output.context.unsqueeze::<4>())];
+        outputs.extend(output.weights.map(|w| ("weights".to_string(), w)));
+        Ok(outputs)
+    }
+}
+
+/// Largest `|y − e|` over compared positions, and whether every one is within tolerance.
+fn compare(actual: &[f32], expected: &[f32], selected: Option<&[u8]>, atol: f32, rtol: f32) -> (f32, bool) {
+    let mut worst = 0.0f32;
+    let mut ok = true;
+    for (index, (&y, &e)) in actual.iter().zip(expected).enumerate() {
+        if selected.is_some_and(|s| s[index] == 0) {
+            continue;
+        }
+        let error = (y - e).abs();
+        if !error.is_finite() || error > atol + rtol * e.abs() {
+            ok = false;
+        }
+        worst = worst.max(if error.is_nan() { f32::INFINITY } else { error });
+    }
+    (worst, ok)
+}
+
+fn fixture_paths() -> Vec<PathBuf> {
+    let mut folders = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parity")];
+    if let Some(extra) = std::env::var_os("ATTNZOO_PARITY_DIR") {
+        folders.push(PathBuf::from(extra));
+    }
+    let mut paths = Vec::new();
+    for folder in folders {
+        let found: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .unwrap_or_else(|e| panic!("cannot read parity folder {}: {e}", folder.display()))
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "safetensors"))
+            .collect();
+        assert!(!found.is_empty(), "parity folder {} holds no *.safetensors fixture", folder.display());
+        paths.extend(found);
+    }
+    paths.sort();
+    paths
+}
+
+#[test]
+fn every_fixture_matches_pytorch_on_every_backend_and_implementation() {
+    let devices = test_devices();
+    let mut failures = Vec::new();
+    let mut stderr = std::io::stderr();
+    for path in fixture_paths() {
+        let fixture = match Fixture::load(&path) {
+            Ok(fixture) => fixture,
+            Err(message) => {
+                failures.push(message);
+                continue;
+            }
+        };
+        for test in &devices {
+            let factor = if test.backend == Backend::Wgpu { WGPU_TOLERANCE_FACTOR } else { 1.0 };
+            let (atol, rtol) = (fixture.atol * factor, fixture.rtol * factor);
+            for (label, implementation) in fixture.implementations() {
+                let outputs = match fixture.run(&test.device, implementation) {
+                    Ok(outputs) => outputs,
+                    Err(message) => {
+                        failures.push(format!("{} [{}]: {message}", fixture.name, fixture.kind));
+                        continue;
+                    }
+                };
+                let mut worst = 0.0f32;
+                for (name, actual) in outputs {
+                    let key = format!("output.{name}");
+                    if !fixture.has(&key) {
+                        continue;
+                    }
+                    let (expected_dims, expected) = fixture.values(&key);
+                    let actual_dims: Vec<usize> = actual.dims().iter().copied().skip_while(|&d| d == 1).collect();
+                    let trimmed: Vec<usize> = expected_dims.iter().copied().skip_while(|&d| d == 1).collect();
+                    if actual_dims != trimmed {
+                        failures.push(format!(
+                            "{} {} {label}: {name} has shape {:?}, expected {expected_dims:?}",
+                            fixture.name, test.backend, actual.dims()
+                        ));
+                        continue;
+                    }
+                    let selected = fixture.tensors.get(&format!("compare.{name}")).map(|(_, _, b)| b.as_slice());
+                    let actual = actual.into_data().try_into_vec::<f32>().unwrap();
+                    let (error, ok) = compare(&actual, &expected, selected, atol, rtol);
+                    worst = worst.max(error);
+                    if !ok {
+                        failures.push(format!(
+                            "{} {} {label}: {name} max |err| {error:.3e} over atol {atol:.0e} + rtol {rtol:.0e}",
+                            fixture.name, test.backend
+                        ));
+                    }
+                }
+                let _ = writeln!(
+                    stderr,
+                    "parity {:<30} {:<8} {:<8} max|err| {worst:.2e}",
+                    fixture.name, test.backend.name(), label
+                );
+            }
+        }
+    }
+    assert!(failures.is_empty(), "parity failures:\n{}", failures.join("\n"));
+}

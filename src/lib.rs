@@ -3,5 +3,6 @@
 
 pub mod commands;
 mod error;
+pub mod heatmap;
 
 pub use error::CliError;

@@ -8,7 +8,11 @@ use attnzoo::commands;
 use attnzoo_backends::DeviceArgs;
 
 #[derive(Parser)]
-#[command(name = "attnzoo", version, about = "Attention mechanisms on Burn 0.22, on ndarray, WGPU and LibTorch")]
+#[command(
+    name = "attnzoo",
+    version,
+    about = "Attention mechanisms on Burn 0.22, on ndarray, WGPU and LibTorch"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -12,7 +12,11 @@ fn masked_attention(device: &burn::tensor::Device) -> (TensorData, TensorData) {
     let value = Tensor::<3>::from_floats([[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]], device);
     // Query 0 may see keys 0 and 1, query 1 only key 2, query 2 nothing at all.
     let mask = Tensor::<3, Bool>::from_bool(
-        [[[false, false, true], [true, true, false], [true, true, true]]],
+        [[
+            [false, false, true],
+            [true, true, false],
+            [true, true, true],
+        ]],
         device,
     );
     let scores = query.matmul(key.swap_dims(1, 2));
@@ -28,8 +32,7 @@ fn masked_attention_agrees_on_every_backend() {
     // Expected by hand: query 0 scores keys 0,1 as 1 and 0 → softmax [e/(e+1), 1/(e+1)].
     let e = std::f32::consts::E;
     let (w0, w1) = (e / (e + 1.0), 1.0 / (e + 1.0));
-    let expected_weights =
-        TensorData::from([[[w0, w1, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]]);
+    let expected_weights = TensorData::from([[[w0, w1, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]]);
     let expected_context = TensorData::from([[
         [w0 * 1.0 + w1 * 3.0, w0 * 2.0 + w1 * 4.0],
         [5.0, 6.0],
@@ -40,8 +43,17 @@ fn masked_attention_agrees_on_every_backend() {
         weights.assert_approx_eq::<f32>(&expected_weights, Tolerance::absolute(1e-6));
         context.assert_approx_eq::<f32>(&expected_context, Tolerance::absolute(1e-5));
         let weights = weights.try_into_vec::<f32>().unwrap();
-        assert!(weights.iter().all(|w| w.is_finite()), "{}: NaN in weights", test.backend);
-        assert_eq!(&weights[6..9], &[0.0, 0.0, 0.0], "{}: all-masked row", test.backend);
+        assert!(
+            weights.iter().all(|w| w.is_finite()),
+            "{}: NaN in weights",
+            test.backend
+        );
+        assert_eq!(
+            &weights[6..9],
+            &[0.0, 0.0, 0.0],
+            "{}: all-masked row",
+            test.backend
+        );
         eprintln!("cross-backend masked attention ok on {}", test.backend);
     }
 }

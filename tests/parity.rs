@@ -33,20 +33,30 @@ struct Fixture {
 impl Fixture {
     fn load(path: &Path) -> Result<Fixture, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (_, header) =
+            SafeTensors::read_metadata(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let metadata = header.metadata().clone().unwrap_or_default();
         let field = |key: &str| metadata.get(key).cloned();
-        let kind = field("module").ok_or_else(|| format!("{}: no `module` in metadata", path.display()))?;
+        let kind = field("module")
+            .ok_or_else(|| format!("{}: no `module` in metadata", path.display()))?;
         let config = serde_json::from_str(&field("config").unwrap_or_else(|| "{}".into()))
             .map_err(|e| format!("{}: bad config: {e}", path.display()))?;
         let number = |key: &str, default: f32| -> Result<f32, String> {
-            field(key).map_or(Ok(default), |v| v.parse().map_err(|e| format!("{}: bad {key}: {e}", path.display())))
+            field(key).map_or(Ok(default), |v| {
+                v.parse()
+                    .map_err(|e| format!("{}: bad {key}: {e}", path.display()))
+            })
         };
         let tensors = SafeTensors::deserialize(&bytes)
             .map_err(|e| format!("{}: {e}", path.display()))?
             .tensors()
             .into_iter()
-            .map(|(name, view)| (name, (view.shape().to_vec(), view.dtype(), view.data().to_vec())))
+            .map(|(name, view)| {
+                (
+                    name,
+                    (view.shape().to_vec(), view.dtype(), view.data().to_vec()),
+                )
+            })
             .collect();
         Ok(Fixture {
             name: path.file_stem().unwrap().to_string_lossy().into_owned(),
@@ -63,9 +73,15 @@ impl Fixture {
     }
 
     fn values(&self, name: &str) -> (Vec<usize>, Vec<f32>) {
-        let (shape, dtype, bytes) = self.tensors.get(name).unwrap_or_else(|| panic!("{}: no tensor {name}", self.name));
+        let (shape, dtype, bytes) = self
+            .tensors
+            .get(name)
+            .unwrap_or_else(|| panic!("{}: no tensor {name}", self.name));
         assert_eq!(*dtype, Dtype::F32, "{}: {name} is not F32", self.name);
-        let values = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let values = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
         (shape.clone(), values)
     }
 
@@ -78,7 +94,10 @@ impl Fixture {
         let (shape, dtype, bytes) = self.tensors.get(name)?;
         assert_eq!(*dtype, Dtype::U8, "{}: mask {name} is not U8", self.name);
         let values: Vec<bool> = bytes.iter().map(|&b| b != 0).collect();
-        Some(Tensor::from_data(TensorData::new(values, shape.clone()), device))
+        Some(Tensor::from_data(
+            TensorData::new(values, shape.clone()),
+            device,
+        ))
     }
 
     /// A PyTorch `Linear` (`[out, in]` weight) as a Burn one (`[in, out]`).
@@ -87,12 +106,16 @@ impl Fixture {
         let bias_name = format!("param.{prefix}.bias");
         Linear {
             weight: Param::from_tensor(weight.transpose()),
-            bias: self.has(&bias_name).then(|| Param::from_tensor(self.float(&bias_name, device))),
+            bias: self
+                .has(&bias_name)
+                .then(|| Param::from_tensor(self.float(&bias_name, device))),
         }
     }
 
     fn usize(&self, key: &str) -> usize {
-        self.config[key].as_u64().unwrap_or_else(|| panic!("{}: config needs `{key}`", self.name)) as usize
+        self.config[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}: config needs `{key}`", self.name)) as usize
     }
 
     fn implementations(&self) -> Vec<(&'static str, AttentionImpl)> {
@@ -102,13 +125,23 @@ impl Fixture {
                 ("dense", AttentionImpl::Dense),
                 ("fused", AttentionImpl::Fused),
                 // Uneven blocks, several per axis, so the streaming softmax really streams.
-                ("chunked", AttentionImpl::Chunked { query_chunk: 4, key_chunk: 3 }),
+                (
+                    "chunked",
+                    AttentionImpl::Chunked {
+                        query_chunk: 4,
+                        key_chunk: 3,
+                    },
+                ),
             ],
         }
     }
 
     /// Runs the fixture's module; returns the outputs it produced by name.
-    fn run(&self, device: &Device, implementation: AttentionImpl) -> Result<Vec<(String, Tensor<4>)>, String> {
+    fn run(
+        &self,
+        device: &Device,
+        implementation: AttentionImpl,
+    ) -> Result<Vec<(String, Tensor<4>)>, String> {
         let want_weights = implementation == AttentionImpl::Dense;
         let lift3 = |t: Tensor<3>| t.unsqueeze::<4>();
         let lift2 = |t: Tensor<2>| t.unsqueeze::<4>();
@@ -123,7 +156,9 @@ impl Fixture {
                     Some("concat") => AlignmentScore::Concat,
                     Some(other) => return Err(format!("unknown luong method {other}")),
                 };
-                let mut alignment = AlignmentConfig::new(hidden, score).try_init(device).map_err(err)?;
+                let mut alignment = AlignmentConfig::new(hidden, score)
+                    .try_init(device)
+                    .map_err(err)?;
                 match &mut alignment {
                     attnzoo_models::attention::Alignment::Additive(additive) => {
                         additive.query_proj = self.linear("W1", device);
@@ -141,15 +176,25 @@ impl Fixture {
                     attnzoo_models::attention::Alignment::Location(_) => unreachable!(),
                 }
                 let output = alignment
-                    .step(self.float("input.query", device), self.float("input.keys", device), self.mask("input.mask", device))
+                    .step(
+                        self.float("input.query", device),
+                        self.float("input.keys", device),
+                        self.mask("input.mask", device),
+                    )
                     .map_err(err)?;
-                vec![("context".into(), lift2(output.context)), ("weights".into(), lift2(output.weights))]
+                vec![
+                    ("context".into(), lift2(output.context)),
+                    ("weights".into(), lift2(output.weights)),
+                ]
             }
             "scaled_dot_product" => {
                 let d_model = self.usize("d_model");
                 let causal = self.config["causal"].as_bool().unwrap_or(false);
                 let pattern = match (self.config["window"].as_u64(), causal) {
-                    (Some(window), causal) => KeyPattern::Window { window: window as usize, causal },
+                    (Some(window), causal) => KeyPattern::Window {
+                        window: window as usize,
+                        causal,
+                    },
                     (None, true) => KeyPattern::Causal,
                     (None, false) => KeyPattern::Full,
                 };
@@ -183,7 +228,14 @@ impl Fixture {
                     .with_max_len(self.usize("max_len"))
                     .try_init(device)
                     .map_err(err)?;
-                vec![("output".into(), lift3(position.forward(self.float("input.x", device), 0).map_err(err)?))]
+                vec![(
+                    "output".into(),
+                    lift3(
+                        position
+                            .forward(self.float("input.x", device), 0)
+                            .map_err(err)?,
+                    ),
+                )]
             }
             other => return Err(format!("unknown fixture kind `{other}`")),
         };
@@ -206,9 +258,15 @@ impl Fixture {
         let grouped = self.kind == "grouped_query";
         let causal = grouped && self.config["causal"].as_bool().unwrap_or(false);
         let attention = ScaledDotProductConfig::new()
-            .with_pattern(if causal { KeyPattern::Causal } else { KeyPattern::Full })
+            .with_pattern(if causal {
+                KeyPattern::Causal
+            } else {
+                KeyPattern::Full
+            })
             .with_implementation(implementation);
-        let mut config = MultiHeadConfig::new(d_model, n_heads).with_bias(!grouped).with_attention(attention);
+        let mut config = MultiHeadConfig::new(d_model, n_heads)
+            .with_bias(!grouped)
+            .with_attention(attention);
         if grouped {
             config = config.with_n_kv_heads(Some(self.usize("n_kv_heads")));
         }
@@ -223,8 +281,14 @@ impl Fixture {
             let packed: Tensor<2> = self.float("param.in_proj_weight", device);
             let bias: Tensor<1> = self.float("param.in_proj_bias", device);
             let part = |i: usize| Linear {
-                weight: Param::from_tensor(packed.clone().narrow(0, i * d_model, d_model).transpose()),
-                bias: Some(Param::from_tensor(bias.clone().narrow(0, i * d_model, d_model))),
+                weight: Param::from_tensor(
+                    packed.clone().narrow(0, i * d_model, d_model).transpose(),
+                ),
+                bias: Some(Param::from_tensor(bias.clone().narrow(
+                    0,
+                    i * d_model,
+                    d_model,
+                ))),
             };
             (module.query, module.key, module.value) = (part(0), part(1), part(2));
         } else {
@@ -237,7 +301,11 @@ impl Fixture {
         let mut input = if self.has("input.x") {
             MultiHeadInput::self_attn(self.float("input.x", device))
         } else {
-            MultiHeadInput::new(self.float("input.query", device), self.float("input.key", device), self.float("input.value", device))
+            MultiHeadInput::new(
+                self.float("input.query", device),
+                self.float("input.key", device),
+                self.float("input.value", device),
+            )
         };
         if let Some(mask) = self.mask::<3>("input.mask", device) {
             input = input.mask(mask);
@@ -259,7 +327,13 @@ impl Fixture {
 }
 
 /// Largest `|y − e|` over compared positions, and whether every one is within tolerance.
-fn compare(actual: &[f32], expected: &[f32], selected: Option<&[u8]>, atol: f32, rtol: f32) -> (f32, bool) {
+fn compare(
+    actual: &[f32],
+    expected: &[f32],
+    selected: Option<&[u8]>,
+    atol: f32,
+    rtol: f32,
+) -> (f32, bool) {
     let mut worst = 0.0f32;
     let mut ok = true;
     for (index, (&y, &e)) in actual.iter().zip(expected).enumerate() {
@@ -287,7 +361,11 @@ fn fixture_paths() -> Vec<PathBuf> {
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|path| path.extension().is_some_and(|ext| ext == "safetensors"))
             .collect();
-        assert!(!found.is_empty(), "parity folder {} holds no *.safetensors fixture", folder.display());
+        assert!(
+            !found.is_empty(),
+            "parity folder {} holds no *.safetensors fixture",
+            folder.display()
+        );
         paths.extend(found);
     }
     paths.sort();
@@ -308,7 +386,11 @@ fn every_fixture_matches_pytorch_on_every_backend_and_implementation() {
             }
         };
         for test in &devices {
-            let factor = if test.backend == Backend::Wgpu { WGPU_TOLERANCE_FACTOR } else { 1.0 };
+            let factor = if test.backend == Backend::Wgpu {
+                WGPU_TOLERANCE_FACTOR
+            } else {
+                1.0
+            };
             let (atol, rtol) = (fixture.atol * factor, fixture.rtol * factor);
             for (label, implementation) in fixture.implementations() {
                 let outputs = match fixture.run(&test.device, implementation) {
@@ -325,16 +407,30 @@ fn every_fixture_matches_pytorch_on_every_backend_and_implementation() {
                         continue;
                     }
                     let (expected_dims, expected) = fixture.values(&key);
-                    let actual_dims: Vec<usize> = actual.dims().iter().copied().skip_while(|&d| d == 1).collect();
-                    let trimmed: Vec<usize> = expected_dims.iter().copied().skip_while(|&d| d == 1).collect();
+                    let actual_dims: Vec<usize> = actual
+                        .dims()
+                        .iter()
+                        .copied()
+                        .skip_while(|&d| d == 1)
+                        .collect();
+                    let trimmed: Vec<usize> = expected_dims
+                        .iter()
+                        .copied()
+                        .skip_while(|&d| d == 1)
+                        .collect();
                     if actual_dims != trimmed {
                         failures.push(format!(
                             "{} {} {label}: {name} has shape {:?}, expected {expected_dims:?}",
-                            fixture.name, test.backend, actual.dims()
+                            fixture.name,
+                            test.backend,
+                            actual.dims()
                         ));
                         continue;
                     }
-                    let selected = fixture.tensors.get(&format!("compare.{name}")).map(|(_, _, b)| b.as_slice());
+                    let selected = fixture
+                        .tensors
+                        .get(&format!("compare.{name}"))
+                        .map(|(_, _, b)| b.as_slice());
                     let actual = actual.into_data().try_into_vec::<f32>().unwrap();
                     let (error, ok) = compare(&actual, &expected, selected, atol, rtol);
                     worst = worst.max(error);
@@ -348,10 +444,16 @@ fn every_fixture_matches_pytorch_on_every_backend_and_implementation() {
                 let _ = writeln!(
                     stderr,
                     "parity {:<30} {:<8} {:<8} max|err| {worst:.2e}",
-                    fixture.name, test.backend.name(), label
+                    fixture.name,
+                    test.backend.name(),
+                    label
                 );
             }
         }
     }
-    assert!(failures.is_empty(), "parity failures:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "parity failures:\n{}",
+        failures.join("\n")
+    );
 }

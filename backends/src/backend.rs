@@ -32,7 +32,11 @@ pub enum BackendError {
     /// The backend has no device of that kind.
     NoSuchDevice { backend: Backend, spec: DeviceSpec },
     /// The backend is compiled in, but opening the device failed here.
-    Unavailable { backend: Backend, spec: DeviceSpec, reason: String },
+    Unavailable {
+        backend: Backend,
+        spec: DeviceSpec,
+        reason: String,
+    },
 }
 
 impl fmt::Display for BackendError {
@@ -132,7 +136,9 @@ impl Backend {
     pub fn accepted_devices(self) -> &'static str {
         match self {
             Backend::Ndarray | Backend::Flex => "cpu",
-            Backend::Wgpu => "gpu (the best adapter), gpu:N / discrete[:N], integrated[:N], virtual[:N], cpu",
+            Backend::Wgpu => {
+                "gpu (the best adapter), gpu:N / discrete[:N], integrated[:N], virtual[:N], cpu"
+            }
             Backend::Tch => "cpu, cuda[:N] (or gpu[:N]), mps",
             Backend::Cuda => "cuda[:N] (or gpu[:N])",
         }
@@ -140,7 +146,9 @@ impl Backend {
 
     /// The first compiled-in backend in [`Backend::ALL`] order: the CLI's default.
     pub fn default_compiled() -> Option<Backend> {
-        Backend::ALL.into_iter().find(|backend| backend.is_compiled())
+        Backend::ALL
+            .into_iter()
+            .find(|backend| backend.is_compiled())
     }
 
     /// The Burn device for `spec`, without opening it (see [`Backend::open`] for that).
@@ -149,7 +157,10 @@ impl Backend {
             return Err(BackendError::NotCompiled(self));
         }
         self.compiled_device(spec)
-            .ok_or(BackendError::NoSuchDevice { backend: self, spec })
+            .ok_or(BackendError::NoSuchDevice {
+                backend: self,
+                spec,
+            })
     }
 
     /// The device for `spec`, opened: a tiny computation has run on it.
@@ -199,7 +210,9 @@ fn wgpu_kind(spec: DeviceSpec) -> Option<burn::tensor::DeviceKind> {
     use burn::tensor::DeviceKind;
     Some(match spec {
         DeviceSpec::Default | DeviceSpec::Gpu(None) => DeviceKind::DefaultDevice,
-        DeviceSpec::Gpu(Some(index)) | DeviceSpec::Discrete(index) => DeviceKind::DiscreteGpu(index),
+        DeviceSpec::Gpu(Some(index)) | DeviceSpec::Discrete(index) => {
+            DeviceKind::DiscreteGpu(index)
+        }
         DeviceSpec::Integrated(index) => DeviceKind::IntegratedGpu(index),
         DeviceSpec::Virtual(index) => DeviceKind::VirtualGpu(index),
         DeviceSpec::Cpu => DeviceKind::Cpu,
@@ -246,7 +259,10 @@ mod tests {
             let error = backend.open(DeviceSpec::Default).unwrap_err();
             assert_eq!(error, BackendError::NotCompiled(backend));
             let message = error.to_string();
-            assert!(message.contains(&format!("--features {}", backend.name())), "{message}");
+            assert!(
+                message.contains(&format!("--features {}", backend.name())),
+                "{message}"
+            );
             assert!(!message.contains('\n'), "one line: {message}");
         }
     }
@@ -256,7 +272,10 @@ mod tests {
     fn ndarray_opens_cpu_and_refuses_a_gpu() {
         assert!(Backend::Ndarray.open(DeviceSpec::Cpu).is_ok());
         let error = Backend::Ndarray.device(DeviceSpec::Cuda(0)).unwrap_err();
-        assert_eq!(error.to_string(), "backend `ndarray` has no device `cuda:0`: it accepts cpu");
+        assert_eq!(
+            error.to_string(),
+            "backend `ndarray` has no device `cuda:0`: it accepts cpu"
+        );
     }
 
     #[test]

@@ -36,7 +36,9 @@ impl Probe {
 pub fn probe(backend: Backend) -> Probe {
     static CACHE: OnceLock<Mutex<Vec<Probe>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
-    let mut cache = cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(found) = cache.iter().find(|probe| probe.backend == backend) {
         return found.clone();
     }
@@ -66,7 +68,10 @@ fn probe_uncached(backend: Backend) -> Probe {
             description: String::new(),
             reason: Some(match error {
                 BackendError::NotCompiled(backend) => {
-                    format!("not compiled in (cargo feature `{}`)", backend.cargo_feature())
+                    format!(
+                        "not compiled in (cargo feature `{}`)",
+                        backend.cargo_feature()
+                    )
                 }
                 BackendError::Unavailable { reason, .. } => reason,
                 other => other.to_string(),

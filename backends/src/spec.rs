@@ -54,7 +54,11 @@ impl FromStr for DeviceSpec {
             ("virtual", _) => DeviceSpec::Virtual(index_or_zero),
             ("cuda", _) => DeviceSpec::Cuda(index_or_zero),
             ("mps", None) => DeviceSpec::Mps,
-            _ => return Err(format!("unknown device `{text}`: expected one of {DEVICE_SPEC_FORMS}")),
+            _ => {
+                return Err(format!(
+                    "unknown device `{text}`: expected one of {DEVICE_SPEC_FORMS}"
+                ))
+            }
         };
         Ok(spec)
     }
@@ -101,7 +105,10 @@ mod tests {
     #[test]
     fn rejects_unknown_names_and_bad_indices_with_the_text() {
         let error = "tpu".parse::<DeviceSpec>().unwrap_err();
-        assert!(error.contains("`tpu`") && error.contains("cuda[:N]"), "{error}");
+        assert!(
+            error.contains("`tpu`") && error.contains("cuda[:N]"),
+            "{error}"
+        );
         let error = "cuda:x".parse::<DeviceSpec>().unwrap_err();
         assert!(error.contains("`x`"), "{error}");
         assert!("cpu:1".parse::<DeviceSpec>().is_err());

@@ -30,7 +30,10 @@ pub struct TestDevice {
 /// When `ATTNZOO_REQUIRE_BACKENDS` names a backend that is unknown or not usable here.
 pub fn test_devices() -> Vec<TestDevice> {
     static DEVICES: OnceLock<Result<Vec<TestDevice>, String>> = OnceLock::new();
-    DEVICES.get_or_init(collect).clone().unwrap_or_else(|message| panic!("{message}"))
+    DEVICES
+        .get_or_init(collect)
+        .clone()
+        .unwrap_or_else(|message| panic!("{message}"))
 }
 
 fn collect() -> Result<Vec<TestDevice>, String> {
@@ -75,7 +78,10 @@ fn required_backends() -> Result<Vec<Backend>, String> {
         .filter(|name| !name.trim().is_empty())
         .map(|name| {
             Backend::from_name(name).ok_or_else(|| {
-                format!("ATTNZOO_REQUIRE_BACKENDS names an unknown backend `{}`", name.trim())
+                format!(
+                    "ATTNZOO_REQUIRE_BACKENDS names an unknown backend `{}`",
+                    name.trim()
+                )
             })
         })
         .collect()

@@ -48,6 +48,10 @@ pub fn check(args: &DeviceArgs) -> Result<(), CliError> {
     let scores = Tensor::<3>::from_floats([[[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]], &device);
     let mask = Tensor::<3, Bool>::from_bool([[[false, false, true], [true, true, true]]], &device);
     let weights = masked_softmax(scores, Some(mask));
-    println!("{backend} ({}) weights: {}", args.device, weights.into_data());
+    println!(
+        "{backend} ({}) weights: {}",
+        args.device,
+        weights.into_data()
+    );
     Ok(())
 }

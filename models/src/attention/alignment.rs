@@ -73,15 +73,30 @@ pub struct AlignmentOutput<const D: usize> {
 impl AlignmentConfig {
     /// Builds the module, checking the sizes.
     pub fn try_init(&self, device: &Device) -> Result<Alignment, AttnError> {
-        ensure!(self.hidden_dim >= 1, "alignment hidden_dim must be at least 1, got {}", self.hidden_dim);
+        ensure!(
+            self.hidden_dim >= 1,
+            "alignment hidden_dim must be at least 1, got {}",
+            self.hidden_dim
+        );
         let hidden = self.hidden_dim;
         Ok(match self.score {
-            AlignmentScore::Additive => Alignment::Additive(AdditiveConfig::new(hidden).init(device)),
-            AlignmentScore::Dot => Alignment::Luong(LuongConfig::new(hidden, LuongScore::Dot).init(device)),
-            AlignmentScore::General => Alignment::Luong(LuongConfig::new(hidden, LuongScore::General).init(device)),
-            AlignmentScore::Concat => Alignment::Luong(LuongConfig::new(hidden, LuongScore::Concat).init(device)),
+            AlignmentScore::Additive => {
+                Alignment::Additive(AdditiveConfig::new(hidden).init(device))
+            }
+            AlignmentScore::Dot => {
+                Alignment::Luong(LuongConfig::new(hidden, LuongScore::Dot).init(device))
+            }
+            AlignmentScore::General => {
+                Alignment::Luong(LuongConfig::new(hidden, LuongScore::General).init(device))
+            }
+            AlignmentScore::Concat => {
+                Alignment::Luong(LuongConfig::new(hidden, LuongScore::Concat).init(device))
+            }
             AlignmentScore::Location { max_source_len } => {
-                ensure!(max_source_len >= 1, "location attention max_source_len must be at least 1, got {max_source_len}");
+                ensure!(
+                    max_source_len >= 1,
+                    "location attention max_source_len must be at least 1, got {max_source_len}"
+                );
                 Alignment::Location(LocationConfig::new(hidden, max_source_len).init(device))
             }
         })
@@ -129,6 +144,9 @@ impl Alignment {
         padding: Option<Tensor<2, Bool>>,
     ) -> Result<AlignmentOutput<2>, AttnError> {
         let output = self.forward(query.unsqueeze_dim(1), memory, padding)?;
-        Ok(AlignmentOutput { context: output.context.squeeze_dim(1), weights: output.weights.squeeze_dim(1) })
+        Ok(AlignmentOutput {
+            context: output.context.squeeze_dim(1),
+            weights: output.weights.squeeze_dim(1),
+        })
     }
 }

@@ -33,7 +33,9 @@ pub struct Location {
 impl LocationConfig {
     /// Initialises `W_a`.
     pub fn init(&self, device: &Device) -> Location {
-        Location { weight: LinearConfig::new(self.hidden_dim, self.max_source_len).init(device) }
+        Location {
+            weight: LinearConfig::new(self.hidden_dim, self.max_source_len).init(device),
+        }
     }
 }
 

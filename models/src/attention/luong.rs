@@ -68,7 +68,8 @@ impl Luong {
                 let weight = concat.weight.val(); // [2H, H] (Burn's [in, out])
                 let query_part = query.matmul(weight.clone().narrow(0, 0, hidden).unsqueeze()); // [B, T, H]
                 let memory_part = memory.matmul(weight.narrow(0, hidden, hidden).unsqueeze()); // [B, S, H]
-                let mut energy = query_part.unsqueeze_dim::<4>(2) + memory_part.unsqueeze_dim::<4>(1);
+                let mut energy =
+                    query_part.unsqueeze_dim::<4>(2) + memory_part.unsqueeze_dim::<4>(1);
                 if let Some(bias) = &concat.bias {
                     energy = energy + bias.val().unsqueeze();
                 }

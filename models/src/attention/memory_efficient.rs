@@ -68,9 +68,16 @@ pub(crate) fn chunked_attention<const D: usize>(
             if let Some(bias) = &input.bias {
                 scores = scores + block(bias.clone(), q_start, q_size, k_start, k_size);
             }
-            let pattern_mask = attention.pattern.mask(queries.clone(), keys, &device).map(lift);
-            let user_mask = input.mask.clone().map(|m| block(m, q_start, q_size, k_start, k_size));
-            let mask: Option<Tensor<D, Bool>> = either(user_mask, pattern_mask).map(|m| m.expand(scores.shape()));
+            let pattern_mask = attention
+                .pattern
+                .mask(queries.clone(), keys, &device)
+                .map(lift);
+            let user_mask = input
+                .mask
+                .clone()
+                .map(|m| block(m, q_start, q_size, k_start, k_size));
+            let mask: Option<Tensor<D, Bool>> =
+                either(user_mask, pattern_mask).map(|m| m.expand(scores.shape()));
             if let Some(mask) = &mask {
                 scores = scores.mask_fill(mask.clone(), MASKED_SCORE);
             }
@@ -81,7 +88,8 @@ pub(crate) fn chunked_attention<const D: usize>(
             }
             let correction = (max - new_max.clone()).exp();
             norm = norm * correction.clone() + probs.clone().sum_dim(D - 1);
-            acc = acc * correction + probs.matmul(input.value.clone().narrow(D - 2, k_start, k_size));
+            acc =
+                acc * correction + probs.matmul(input.value.clone().narrow(D - 2, k_start, k_size));
             max = new_max;
         }
         blocks.push(acc / norm.clamp_min(f32::MIN_POSITIVE));
@@ -97,6 +105,10 @@ fn block<const D: usize, K: burn::tensor::kind::Basic>(
     k_start: usize,
     k_size: usize,
 ) -> Tensor<D, K> {
-    let rows = if tensor.dims()[D - 2] == 1 { tensor } else { tensor.narrow(D - 2, q_start, q_size) };
+    let rows = if tensor.dims()[D - 2] == 1 {
+        tensor
+    } else {
+        tensor.narrow(D - 2, q_start, q_size)
+    };
     rows.narrow(D - 1, k_start, k_size)
 }

@@ -106,7 +106,10 @@ impl KvCache {
 
     /// For cross-attention over a fixed memory: projected on the first call, reused after.
     pub fn fixed() -> Self {
-        Self { fixed: true, ..Self::default() }
+        Self {
+            fixed: true,
+            ..Self::default()
+        }
     }
 
     /// Number of cached positions.
@@ -123,7 +126,16 @@ impl KvCache {
 impl MultiHeadInput {
     /// Queries attending over keys and values (cross-attention).
     pub fn new(query: Tensor<3>, key: Tensor<3>, value: Tensor<3>) -> Self {
-        Self { query, key, value, mask: None, padding: None, head_bias: None, rotary: None, need_weights: false }
+        Self {
+            query,
+            key,
+            value,
+            mask: None,
+            padding: None,
+            head_bias: None,
+            rotary: None,
+            need_weights: false,
+        }
     }
 
     /// A sequence attending over itself.
@@ -177,7 +189,11 @@ impl MultiHeadConfig {
             "n_heads {n_heads} is not divisible by n_kv_heads {n_kv_heads}"
         );
         let d_head = d_model / n_heads;
-        let linear = |d_in, d_out| LinearConfig::new(d_in, d_out).with_bias(self.bias).init(device);
+        let linear = |d_in, d_out| {
+            LinearConfig::new(d_in, d_out)
+                .with_bias(self.bias)
+                .init(device)
+        };
         Ok(MultiHead {
             query: linear(d_model, n_heads * d_head),
             key: linear(d_model, n_kv_heads * d_head),
@@ -204,7 +220,11 @@ impl MultiHead {
     /// Attends with a cache: for self-attention the new keys and values are appended to the
     /// cached ones (and the causal/local pattern places the queries after them); for a
     /// [`KvCache::fixed`] cache the memory is projected once and reused.
-    pub fn forward_cached(&self, input: MultiHeadInput, cache: &mut KvCache) -> Result<MultiHeadOutput, AttnError> {
+    pub fn forward_cached(
+        &self,
+        input: MultiHeadInput,
+        cache: &mut KvCache,
+    ) -> Result<MultiHeadOutput, AttnError> {
         self.validate(&input)?;
         let [batch, q_len, _] = input.query.dims();
         let offset = if cache.fixed { 0 } else { cache.len() };
@@ -221,9 +241,10 @@ impl MultiHead {
                 }
                 let value = self.split_heads(self.value.forward(input.value), self.n_kv_heads);
                 let (key, value) = match (fixed, cached_key, cached_value) {
-                    (false, Some(old_key), Some(old_value)) => {
-                        (Tensor::cat(vec![old_key, key], 2), Tensor::cat(vec![old_value, value], 2))
-                    }
+                    (false, Some(old_key), Some(old_value)) => (
+                        Tensor::cat(vec![old_key, key], 2),
+                        Tensor::cat(vec![old_value, value], 2),
+                    ),
                     _ => (key, value),
                 };
                 cache.key = Some(key.clone());
@@ -252,19 +273,41 @@ impl MultiHead {
             attend = attend.with_weights();
         }
         let output = self.attention.forward(attend)?;
-        let context = output.context.swap_dims(1, 2).reshape([batch, q_len, self.n_heads * self.d_head()]);
-        Ok(MultiHeadOutput { context: self.output.forward(context), weights: output.weights })
+        let context =
+            output
+                .context
+                .swap_dims(1, 2)
+                .reshape([batch, q_len, self.n_heads * self.d_head()]);
+        Ok(MultiHeadOutput {
+            context: self.output.forward(context),
+            weights: output.weights,
+        })
     }
 
     fn validate(&self, input: &MultiHeadInput) -> Result<(), AttnError> {
         let d_model = self.query.weight.dims()[0];
-        for (name, tensor) in [("query", &input.query), ("key", &input.key), ("value", &input.value)] {
+        for (name, tensor) in [
+            ("query", &input.query),
+            ("key", &input.key),
+            ("value", &input.value),
+        ] {
             let [_, _, width] = tensor.dims();
-            ensure!(width == d_model, "{name} width {width} is not d_model {d_model} (shape {:?})", tensor.dims());
+            ensure!(
+                width == d_model,
+                "{name} width {width} is not d_model {d_model} (shape {:?})",
+                tensor.dims()
+            );
         }
-        let ([qb, ..], [kb, k_len, _], [vb, v_len, _]) = (input.query.dims(), input.key.dims(), input.value.dims());
-        ensure!(qb == kb && kb == vb, "batch sizes differ: query {qb}, key {kb}, value {vb}");
-        ensure!(k_len == v_len, "key length {k_len} differs from value length {v_len}");
+        let ([qb, ..], [kb, k_len, _], [vb, v_len, _]) =
+            (input.query.dims(), input.key.dims(), input.value.dims());
+        ensure!(
+            qb == kb && kb == vb,
+            "batch sizes differ: query {qb}, key {kb}, value {vb}"
+        );
+        ensure!(
+            k_len == v_len,
+            "key length {k_len} differs from value length {v_len}"
+        );
         Ok(())
     }
 
@@ -284,5 +327,75 @@ impl MultiHead {
         x.unsqueeze_dim::<5>(2)
             .expand([batch, kv_heads, group, len, d_head])
             .reshape([batch, kv_heads * group, len, d_head])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attnzoo_backends::{Backend, DeviceSpec};
+
+    #[test]
+    fn bad_head_counts_and_widths_name_the_values() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let error = MultiHeadConfig::new(10, 3).try_init(&device).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "d_model 10 is not divisible by n_heads 3"
+        );
+        let error = MultiHeadConfig::new(12, 6)
+            .with_n_kv_heads(Some(4))
+            .try_init(&device)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "n_heads 6 is not divisible by n_kv_heads 4"
+        );
+        let mha = MultiHeadConfig::new(8, 2).try_init(&device).unwrap();
+        let error = mha
+            .forward(MultiHeadInput::new(
+                Tensor::zeros([1, 2, 8], &device),
+                Tensor::zeros([1, 3, 6], &device),
+                Tensor::zeros([1, 3, 8], &device),
+            ))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("key width 6 is not d_model 8"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_cache_gives_the_same_result_as_the_whole_sequence() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let attention =
+            ScaledDotProductConfig::new().with_pattern(crate::attention::KeyPattern::Causal);
+        let mha = MultiHeadConfig::new(8, 4)
+            .with_n_kv_heads(Some(2))
+            .with_attention(attention)
+            .try_init(&device)
+            .unwrap();
+        let x = Tensor::<3>::random([2, 5, 8], burn::tensor::Distribution::Default, &device);
+        let whole = mha
+            .forward(MultiHeadInput::self_attn(x.clone()))
+            .unwrap()
+            .context;
+        let mut cache = KvCache::growing();
+        let steps: Vec<Tensor<3>> = (0..5)
+            .map(|t| {
+                mha.forward_cached(
+                    MultiHeadInput::self_attn(x.clone().narrow(1, t, 1)),
+                    &mut cache,
+                )
+                .unwrap()
+                .context
+            })
+            .collect();
+        assert_eq!(cache.len(), 5);
+        Tensor::cat(steps, 1)
+            .into_data()
+            .assert_approx_eq::<f32>(&whole.into_data(), burn::tensor::Tolerance::absolute(1e-5));
     }
 }

@@ -12,7 +12,7 @@
 //! materialises the score matrix and can return the weights; the fused one calls Burn's
 //! `attention` op (flash kernels on CubeCL and flex, SDPA on tch); the chunked one streams
 //! over key blocks with an online softmax ([`super::memory_efficient`]). Asking for weights
-//! always takes the dense path.
+//! always takes the dense path. Top-k and hard attention ([`Selection`]) are dense-only.
 
 use burn::config::Config;
 use burn::module::Module;
@@ -20,8 +20,9 @@ use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Tensor};
 
-use super::masking::{either, lift, masked_softmax, KeyPattern};
+use super::masking::{either, lift, masked_softmax, KeyPattern, MASKED_SCORE};
 use super::memory_efficient::chunked_attention;
+use super::selection::Selection;
 use crate::error::ensure;
 use crate::AttnError;
 
@@ -44,7 +45,10 @@ pub enum AttentionImpl {
 
 impl AttentionImpl {
     /// The memory-efficient path with 512 × 512 blocks.
-    pub const CHUNKED: AttentionImpl = AttentionImpl::Chunked { query_chunk: 512, key_chunk: 512 };
+    pub const CHUNKED: AttentionImpl = AttentionImpl::Chunked {
+        query_chunk: 512,
+        key_chunk: 512,
+    };
 }
 
 /// Configuration of [`ScaledDotProduct`].
@@ -59,6 +63,9 @@ pub struct ScaledDotProductConfig {
     /// Which implementation runs when no weights are asked for.
     #[config(default = "AttentionImpl::Dense")]
     pub implementation: AttentionImpl,
+    /// Soft, top-k or hard attention; top-k and hard need whole score rows (dense only).
+    #[config(default = "Selection::Soft")]
+    pub selection: Selection,
 }
 
 /// Scaled dot-product attention. It has no parameters; see the module docs for the formula.
@@ -73,6 +80,9 @@ pub struct ScaledDotProduct {
     /// Implementation used when weights are not asked for.
     #[module(skip)]
     pub implementation: AttentionImpl,
+    /// Soft, top-k or hard.
+    #[module(skip)]
+    pub selection: Selection,
 }
 
 /// The inputs of one attention call; see the module docs for shapes.
@@ -106,7 +116,15 @@ pub struct AttentionOutput<const D: usize> {
 impl<const D: usize> AttentionInput<D> {
     /// Queries attending over keys and values.
     pub fn new(query: Tensor<D>, key: Tensor<D>, value: Tensor<D>) -> Self {
-        Self { query, key, value, mask: None, bias: None, query_offset: 0, need_weights: false }
+        Self {
+            query,
+            key,
+            value,
+            mask: None,
+            bias: None,
+            query_offset: 0,
+            need_weights: false,
+        }
     }
 
     /// A sequence attending over itself.
@@ -152,7 +170,10 @@ impl<const D: usize> AttentionInput<D> {
 
     /// Checks that the shapes fit together, naming the ones that do not.
     pub fn validate(&self) -> Result<(), AttnError> {
-        ensure!(D >= 3, "attention inputs need at least 3 dimensions [batch, len, width], got {D}");
+        ensure!(
+            D >= 3,
+            "attention inputs need at least 3 dimensions [batch, len, width], got {D}"
+        );
         let (q, k, v) = (self.query.dims(), self.key.dims(), self.value.dims());
         ensure!(
             q[D - 1] == k[D - 1],
@@ -174,10 +195,18 @@ impl<const D: usize> AttentionInput<D> {
         scores[D - 1] = k[D - 2];
         let fits = |dims: [usize; D]| dims.iter().zip(&scores).all(|(&d, &s)| d == s || d == 1);
         if let Some(mask) = &self.mask {
-            ensure!(fits(mask.dims()), "mask shape {:?} does not fit the scores shape {scores:?}", mask.dims());
+            ensure!(
+                fits(mask.dims()),
+                "mask shape {:?} does not fit the scores shape {scores:?}",
+                mask.dims()
+            );
         }
         if let Some(bias) = &self.bias {
-            ensure!(fits(bias.dims()), "bias shape {:?} does not fit the scores shape {scores:?}", bias.dims());
+            ensure!(
+                fits(bias.dims()),
+                "bias shape {:?} does not fit the scores shape {scores:?}",
+                bias.dims()
+            );
         }
         Ok(())
     }
@@ -192,15 +221,34 @@ impl ScaledDotProductConfig {
     pub fn try_init(&self) -> Result<ScaledDotProduct, AttnError> {
         self.pattern.validate()?;
         if let Some(scale) = self.scale {
-            ensure!(scale.is_finite() && scale > 0.0, "attention scale must be positive and finite, got {scale}");
+            ensure!(
+                scale.is_finite() && scale > 0.0,
+                "attention scale must be positive and finite, got {scale}"
+            );
         }
-        if let AttentionImpl::Chunked { query_chunk, key_chunk } = self.implementation {
+        if let AttentionImpl::Chunked {
+            query_chunk,
+            key_chunk,
+        } = self.implementation
+        {
             ensure!(
                 query_chunk >= 1 && key_chunk >= 1,
                 "chunk sizes must be at least 1, got query_chunk {query_chunk}, key_chunk {key_chunk}"
             );
         }
-        Ok(ScaledDotProduct { scale: self.scale, pattern: self.pattern, implementation: self.implementation })
+        self.selection.validate()?;
+        ensure!(
+            self.selection == Selection::Soft || self.implementation == AttentionImpl::Dense,
+            "{:?} attention needs whole score rows: use the dense implementation, not {:?}",
+            self.selection,
+            self.implementation
+        );
+        Ok(ScaledDotProduct {
+            scale: self.scale,
+            pattern: self.pattern,
+            implementation: self.implementation,
+            selection: self.selection,
+        })
     }
 }
 
@@ -211,13 +259,26 @@ impl ScaledDotProduct {
     }
 
     /// Attends, checking the input shapes first.
-    pub fn forward<const D: usize>(&self, input: AttentionInput<D>) -> Result<AttentionOutput<D>, AttnError> {
+    pub fn forward<const D: usize>(
+        &self,
+        input: AttentionInput<D>,
+    ) -> Result<AttentionOutput<D>, AttnError> {
         input.validate()?;
-        let implementation = if input.need_weights { AttentionImpl::Dense } else { self.implementation };
+        let implementation = if input.need_weights {
+            AttentionImpl::Dense
+        } else {
+            self.implementation
+        };
         Ok(match implementation {
             AttentionImpl::Dense => self.dense(input),
-            AttentionImpl::Fused => AttentionOutput { context: self.fused(input), weights: None },
-            AttentionImpl::Chunked { query_chunk, key_chunk } => AttentionOutput {
+            AttentionImpl::Fused => AttentionOutput {
+                context: self.fused(input),
+                weights: None,
+            },
+            AttentionImpl::Chunked {
+                query_chunk,
+                key_chunk,
+            } => AttentionOutput {
                 context: chunked_attention(self, input, query_chunk, key_chunk),
                 weights: None,
             },
@@ -225,34 +286,47 @@ impl ScaledDotProduct {
     }
 
     /// The user's mask combined with the positional pattern, `[.., q_len | 1, k_len]`.
-    pub(crate) fn full_mask<const D: usize>(&self, input: &AttentionInput<D>) -> Option<Tensor<D, Bool>> {
+    pub(crate) fn full_mask<const D: usize>(
+        &self,
+        input: &AttentionInput<D>,
+    ) -> Option<Tensor<D, Bool>> {
         let (q_len, k_len) = input.lengths();
         let offset = input.query_offset;
-        let pattern = self.pattern.mask(offset..offset + q_len, 0..k_len, &input.query.device());
+        let pattern = self
+            .pattern
+            .mask(offset..offset + q_len, 0..k_len, &input.query.device());
         either(input.mask.clone(), pattern.map(lift))
     }
 
     fn dense<const D: usize>(&self, input: AttentionInput<D>) -> AttentionOutput<D> {
         let mask = self.full_mask(&input);
         let d_k = input.query.dims()[D - 1];
-        let scores = input.query.matmul(input.key.swap_dims(D - 2, D - 1)).mul_scalar(self.scale_for(d_k));
+        let scores = input
+            .query
+            .matmul(input.key.swap_dims(D - 2, D - 1))
+            .mul_scalar(self.scale_for(d_k));
         let scores = match input.bias {
             Some(bias) => scores + bias,
             None => scores,
         };
+        let mask = self.selection.restrict(&scores, mask);
         let weights = masked_softmax(scores, mask);
         let context = weights.clone().matmul(input.value);
-        AttentionOutput { context, weights: input.need_weights.then_some(weights) }
+        AttentionOutput {
+            context,
+            weights: input.need_weights.then_some(weights),
+        }
     }
 
-    /// Burn's fused op works on `[batch, heads, len, width]` with full-shape masks; queries
-    /// whose keys are all masked are zeroed afterwards (the fused kernels give NaN there).
+    /// Burn's fused op works on `[batch, heads, len, width]`; queries whose keys are all masked
+    /// are zeroed afterwards (the fused kernels average or give NaN there).
     fn fused<const D: usize>(&self, input: AttentionInput<D>) -> Tensor<D> {
         let (q_len, k_len) = input.lengths();
         let q_dims = input.query.dims();
         let d_v = input.value.dims()[D - 1];
         let scale = self.scale_for(q_dims[D - 1]);
         let mask = self.full_mask(&input);
+        let device = input.query.device();
         let to_4d = |dims: [usize; D], rows: usize, cols: usize| -> [usize; 4] {
             let batch: usize = dims[..D - 2].iter().product();
             [batch, 1, rows, cols]
@@ -260,15 +334,31 @@ impl ScaledDotProduct {
         let k_dims = input.key.dims();
         let mut score_dims = q_dims;
         score_dims[D - 1] = k_len;
-        let mask4 = mask.clone().map(|m| m.expand(score_dims).reshape(to_4d(score_dims, q_len, k_len)));
-        let bias4 = input.bias.map(|b| b.expand(score_dims).reshape(to_4d(score_dims, q_len, k_len)));
+        // The mask goes in as an additive bias: burn-tch 0.22.1 hands a Bool mask (true = masked)
+        // to PyTorch's SDPA, where true means "attend", so a masked call there would attend to
+        // exactly the wrong keys. A bias means the same on every backend.
+        let mask_bias = mask.clone().map(|m| {
+            Tensor::<D>::zeros(score_dims, &device).mask_fill(m.expand(score_dims), MASKED_SCORE)
+        });
+        let bias = match (input.bias, mask_bias) {
+            (Some(bias), Some(mask_bias)) => Some(bias.expand(score_dims) + mask_bias),
+            (bias, mask_bias) => bias.or(mask_bias),
+        };
+        let bias4 = bias.map(|b| {
+            b.expand(score_dims)
+                .reshape(to_4d(score_dims, q_len, k_len))
+        });
         let context = attention(
             input.query.reshape(to_4d(q_dims, q_len, q_dims[D - 1])),
             input.key.reshape(to_4d(k_dims, k_len, q_dims[D - 1])),
             input.value.reshape(to_4d(q_dims, k_len, d_v)),
-            mask4,
+            None,
             bias4,
-            AttentionModuleOptions { scale: Some(scale), softcap: None, is_causal: false },
+            AttentionModuleOptions {
+                scale: Some(scale),
+                softcap: None,
+                is_causal: false,
+            },
         );
         let mut out_dims = q_dims;
         out_dims[D - 1] = d_v;
@@ -277,5 +367,52 @@ impl ScaledDotProduct {
             Some(mask) => context.mask_fill(mask.expand(score_dims).all_dim(D - 1), 0.0),
             None => context,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attnzoo_backends::{Backend, DeviceSpec};
+
+    #[test]
+    fn mismatched_shapes_are_errors_that_name_them() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let attention = ScaledDotProductConfig::new().try_init().unwrap();
+        let q = Tensor::<3>::zeros([2, 3, 4], &device);
+        let error = attention
+            .forward(AttentionInput::new(
+                q.clone(),
+                Tensor::zeros([2, 5, 6], &device),
+                Tensor::zeros([2, 5, 4], &device),
+            ))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("query width 4 differs from key width 6"),
+            "{error}"
+        );
+        let error = attention
+            .forward(
+                AttentionInput::self_attn(q.clone())
+                    .mask(Tensor::<3, Bool>::empty([2, 3, 5], &device)),
+            )
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "mask shape [2, 3, 5] does not fit the scores shape [2, 3, 3]"
+        );
+        let error = ScaledDotProductConfig::new()
+            .with_pattern(KeyPattern::Window {
+                window: 0,
+                causal: false,
+            })
+            .try_init()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "local attention window must be at least 1, got 0"
+        );
     }
 }

@@ -30,8 +30,14 @@ pub struct Alibi {
 impl AlibiConfig {
     /// Computes the slopes.
     pub fn try_init(&self) -> Result<Alibi, AttnError> {
-        ensure!(self.n_heads >= 1, "ALiBi needs at least one head, got {}", self.n_heads);
-        Ok(Alibi { slopes: slopes(self.n_heads) })
+        ensure!(
+            self.n_heads >= 1,
+            "ALiBi needs at least one head, got {}",
+            self.n_heads
+        );
+        Ok(Alibi {
+            slopes: slopes(self.n_heads),
+        })
     }
 }
 
@@ -45,7 +51,12 @@ fn slopes(n_heads: usize) -> Vec<f64> {
     }
     let closest = 1usize << n_heads.ilog2();
     let mut slopes = power_of_two(closest);
-    slopes.extend(power_of_two(2 * closest).into_iter().step_by(2).take(n_heads - closest));
+    slopes.extend(
+        power_of_two(2 * closest)
+            .into_iter()
+            .step_by(2)
+            .take(n_heads - closest),
+    );
     slopes
 }
 

@@ -29,7 +29,9 @@ pub struct LearnedPosition {
 impl LearnedPositionConfig {
     /// Initialises the embedding table.
     pub fn init(&self, device: &Device) -> LearnedPosition {
-        LearnedPosition { embedding: EmbeddingConfig::new(self.max_len, self.d_model).init(device) }
+        LearnedPosition {
+            embedding: EmbeddingConfig::new(self.max_len, self.d_model).init(device),
+        }
     }
 }
 
@@ -38,8 +40,15 @@ impl LearnedPosition {
     pub fn forward(&self, x: Tensor<3>, offset: usize) -> Result<Tensor<3>, AttnError> {
         let [_, len, width] = x.dims();
         let [max_len, d_model] = self.embedding.weight.dims();
-        ensure!(width == d_model, "input width {width} is not the embedding's d_model {d_model}");
-        ensure!(offset + len <= max_len, "positions up to {} exceed max_len {max_len}", offset + len);
+        ensure!(
+            width == d_model,
+            "input width {width} is not the embedding's d_model {d_model}"
+        );
+        ensure!(
+            offset + len <= max_len,
+            "positions up to {} exceed max_len {max_len}",
+            offset + len
+        );
         let positions = Tensor::<1, Int>::arange(offset as i64..(offset + len) as i64, &x.device());
         Ok(x + self.embedding.forward(positions.unsqueeze::<2>()))
     }

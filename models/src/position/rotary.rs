@@ -45,9 +45,21 @@ pub struct RotaryEncoding {
 impl RotaryConfig {
     /// Checks the width.
     pub fn try_init(&self) -> Result<RotaryEncoding, AttnError> {
-        ensure!(self.d_head >= 2 && self.d_head % 2 == 0, "rotary d_head must be even and positive, got {}", self.d_head);
-        ensure!(self.base > 1.0, "rotary base must be greater than 1, got {}", self.base);
-        Ok(RotaryEncoding { d_head: self.d_head, base: self.base, interleaved: self.interleaved })
+        ensure!(
+            self.d_head >= 2 && self.d_head % 2 == 0,
+            "rotary d_head must be even and positive, got {}",
+            self.d_head
+        );
+        ensure!(
+            self.base > 1.0,
+            "rotary base must be greater than 1, got {}",
+            self.base
+        );
+        Ok(RotaryEncoding {
+            d_head: self.d_head,
+            base: self.base,
+            interleaved: self.interleaved,
+        })
     }
 }
 
@@ -55,7 +67,11 @@ impl RotaryEncoding {
     /// Rotates `x [B, h, T, d]`, whose first position is `offset`.
     pub fn apply(&self, x: Tensor<4>, offset: usize) -> Result<Tensor<4>, AttnError> {
         let [batch, heads, len, width] = x.dims();
-        ensure!(width == self.d_head, "rotary encoding for width {} got heads of width {width}", self.d_head);
+        ensure!(
+            width == self.d_head,
+            "rotary encoding for width {} got heads of width {width}",
+            self.d_head
+        );
         let half = width / 2;
         let (cos, sin) = self.tables(offset, len, &x.device()); // [1, 1, T, d/2]
         let (first, second) = if self.interleaved {
@@ -69,7 +85,8 @@ impl RotaryEncoding {
         let rotated_first = first.clone() * cos.clone() - second.clone() * sin.clone();
         let rotated_second = second * cos + first * sin;
         Ok(if self.interleaved {
-            Tensor::stack::<5>(vec![rotated_first, rotated_second], 4).reshape([batch, heads, len, width])
+            Tensor::stack::<5>(vec![rotated_first, rotated_second], 4)
+                .reshape([batch, heads, len, width])
         } else {
             Tensor::cat(vec![rotated_first, rotated_second], 3)
         })
@@ -87,7 +104,9 @@ impl RotaryEncoding {
                 sin.push(angle.sin() as f32);
             }
         }
-        let table = |values: Vec<f32>| Tensor::<2>::from_data(TensorData::new(values, [len, half]), device).unsqueeze();
+        let table = |values: Vec<f32>| {
+            Tensor::<2>::from_data(TensorData::new(values, [len, half]), device).unsqueeze()
+        };
         (table(cos), table(sin))
     }
 }

@@ -34,9 +34,15 @@ impl SinusoidalPositionConfig {
     /// Computes the table.
     pub fn try_init(&self, device: &Device) -> Result<SinusoidalPosition, AttnError> {
         let (d_model, max_len) = (self.d_model, self.max_len);
-        ensure!(d_model >= 2 && d_model % 2 == 0, "sinusoidal d_model must be even and positive, got {d_model}");
+        ensure!(
+            d_model >= 2 && d_model % 2 == 0,
+            "sinusoidal d_model must be even and positive, got {d_model}"
+        );
         let step = -(10000.0f64.ln() / d_model as f64) as f32;
-        let div_term: Vec<f32> = (0..d_model).step_by(2).map(|i| (i as f32 * step).exp()).collect();
+        let div_term: Vec<f32> = (0..d_model)
+            .step_by(2)
+            .map(|i| (i as f32 * step).exp())
+            .collect();
         let mut table = vec![0.0f32; max_len * d_model];
         for pos in 0..max_len {
             for (pair, &div) in div_term.iter().enumerate() {
@@ -45,7 +51,9 @@ impl SinusoidalPositionConfig {
                 table[pos * d_model + 2 * pair + 1] = angle.cos();
             }
         }
-        Ok(SinusoidalPosition { table: Tensor::from_data(TensorData::new(table, [max_len, d_model]), device) })
+        Ok(SinusoidalPosition {
+            table: Tensor::from_data(TensorData::new(table, [max_len, d_model]), device),
+        })
     }
 }
 
@@ -54,8 +62,15 @@ impl SinusoidalPosition {
     pub fn forward(&self, x: Tensor<3>, offset: usize) -> Result<Tensor<3>, AttnError> {
         let [_, len, width] = x.dims();
         let [max_len, d_model] = self.table.dims();
-        ensure!(width == d_model, "input width {width} is not the encoding's d_model {d_model}");
-        ensure!(offset + len <= max_len, "positions up to {} exceed max_len {max_len}", offset + len);
+        ensure!(
+            width == d_model,
+            "input width {width} is not the encoding's d_model {d_model}"
+        );
+        ensure!(
+            offset + len <= max_len,
+            "positions up to {} exceed max_len {max_len}",
+            offset + len
+        );
         Ok(x + self.table.clone().narrow(0, offset, len).unsqueeze())
     }
 }

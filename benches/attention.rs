@@ -73,7 +73,7 @@ impl Mechanism {
     fn runner(self, len: usize, device: &Device) -> Box<dyn Fn() -> Tensor<1>> {
         let x =
             Tensor::<3>::random([1, len, D_MODEL], Distribution::Default, device).require_grad();
-        let heads = |x: &Tensor<3>| {
+        let heads = move |x: &Tensor<3>| {
             x.clone()
                 .reshape([1, len, HEADS, D_MODEL / HEADS])
                 .swap_dims(1, 2)

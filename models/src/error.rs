@@ -21,7 +21,8 @@ impl std::error::Error for AttnError {}
 /// Returns an [`AttnError`] from the enclosing function when `condition` fails.
 macro_rules! ensure {
     ($condition:expr, $($message:tt)+) => {
-        if !$condition {
+        let holds: bool = $condition;
+        if !holds {
             return Err($crate::AttnError::new(format!($($message)+)));
         }
     };

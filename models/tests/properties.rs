@@ -209,6 +209,80 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    #[test]
+    fn top_k_keeps_the_k_largest_scores_and_hard_is_one_hot(seed in any::<u64>(), k_len in 2usize..8, k in 1usize..4) {
+        let (q_len, width) = (3, 4);
+        for test in test_devices() {
+            let device = &test.device;
+            let query = tensor(seed, [1, q_len, width], device);
+            let key = tensor(seed + 1, [1, k_len, width], device);
+            let scores = host(query.clone().matmul(key.clone().swap_dims(1, 2)));
+            for (selection, kept) in [(Selection::TopK { k }, k.min(k_len)), (Selection::Hard, 1)] {
+                let attention = ScaledDotProductConfig::new().with_selection(selection).try_init().unwrap();
+                let out = attention
+                    .forward(AttentionInput::new(query.clone(), key.clone(), tensor(seed + 2, [1, k_len, width], device)).with_weights())
+                    .unwrap();
+                let weights = host(out.weights.unwrap());
+                check_weights(&weights, &vec![false; q_len * k_len], k_len)?;
+                for (row, row_scores) in weights.chunks(k_len).zip(scores.chunks(k_len)) {
+                    let mut sorted = row_scores.to_vec();
+                    sorted.sort_by(|a, b| b.total_cmp(a));
+                    let threshold = sorted[kept - 1];
+                    for (w, s) in row.iter().zip(row_scores) {
+                        if *s < threshold - 1e-5 {
+                            prop_assert_eq!(*w, 0.0, "{} {:?}: a score below the top {} kept weight", test.backend, selection, kept);
+                        }
+                    }
+                    if selection == Selection::Hard && sorted[0] - sorted[1] > 1e-4 {
+                        prop_assert!(row.iter().any(|w| (*w - 1.0).abs() < 1e-6), "{}: hard row {:?}", test.backend, row);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn linformer_ignores_padding_and_batch_neighbours(seed in any::<u64>(), len in 4usize..8) {
+        let (d_model, pad) = (8, 2);
+        for test in test_devices() {
+            let device = &test.device;
+            let linformer = LinformerConfig::new(d_model, 2, 8, 3).try_init(device).unwrap();
+            let x = tensor(seed, [2, len, d_model], device);
+            // Item 0's last `pad` positions are padding: changing them, or item 1, changes nothing unpadded.
+            let bits: Vec<bool> = (0..2 * len).map(|i| i < len && i >= len - pad).collect();
+            let padding = mask(&bits, [2, len], device);
+            let changed = Tensor::cat(vec![
+                x.clone().narrow(0, 0, 1).narrow(1, 0, len - pad),
+                tensor(seed + 3, [1, pad, d_model], device),
+            ], 1);
+            let changed = Tensor::cat(vec![changed, tensor(seed + 4, [1, len, d_model], device)], 0);
+            let unpadded = |x: Tensor<3>| host(linformer.forward(x, Some(padding.clone()), false).unwrap().0.narrow(0, 0, 1).narrow(1, 0, len - pad));
+            close(&unpadded(changed), &unpadded(x), 1e-5)?;
+        }
+    }
+
+    #[test]
+    fn rotary_scores_depend_only_on_the_distance(seed in any::<u64>(), shift in 1usize..20, interleaved in any::<bool>()) {
+        let d_head = 8;
+        for test in test_devices() {
+            let device = &test.device;
+            let rotary = RotaryConfig::new(d_head).with_interleaved(interleaved).try_init().unwrap();
+            let q = tensor::<4>(seed, [1, 1, 1, d_head], device);
+            let k = tensor::<4>(seed + 1, [1, 1, 1, d_head], device);
+            // q at position 3, k at position 1, then both moved by `shift`: the same score.
+            let score = |q_pos: usize, k_pos: usize| {
+                let q = rotary.apply(q.clone(), q_pos).unwrap();
+                let k = rotary.apply(k.clone(), k_pos).unwrap();
+                host(q.matmul(k.swap_dims(2, 3)))[0]
+            };
+            close(&[score(3 + shift, 1 + shift)], &[score(3, 1)], 1e-4)?;
+        }
+    }
+}
+
 #[test]
 fn alignment_masks_padding_exactly_and_zeroes_an_all_padded_item() {
     for test in test_devices() {

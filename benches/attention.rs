@@ -71,8 +71,18 @@ impl Mechanism {
 
     /// One forward pass at length `len`; returns a scalar to back-propagate from.
     fn runner(self, len: usize, device: &Device) -> Box<dyn Fn() -> Tensor<1>> {
-        let x =
-            Tensor::<3>::random([1, len, D_MODEL], Distribution::Default, device).require_grad();
+        let trainable = |t: Tensor<3>| {
+            if device.is_autodiff() {
+                t.require_grad()
+            } else {
+                t
+            }
+        };
+        let x = trainable(Tensor::<3>::random(
+            [1, len, D_MODEL],
+            Distribution::Default,
+            device,
+        ));
         let heads = move |x: &Tensor<3>| {
             x.clone()
                 .reshape([1, len, HEADS, D_MODEL / HEADS])
@@ -159,8 +169,11 @@ impl Mechanism {
                     AlignmentScore::General
                 };
                 let alignment = AlignmentConfig::new(256, score).try_init(device).unwrap();
-                let memory = Tensor::<3>::random([1, len, 256], Distribution::Default, device)
-                    .require_grad();
+                let memory = trainable(Tensor::<3>::random(
+                    [1, len, 256],
+                    Distribution::Default,
+                    device,
+                ));
                 let query = Tensor::<2>::random([1, 256], Distribution::Default, device);
                 Box::new(move || {
                     alignment
@@ -188,12 +201,12 @@ fn attention(c: &mut Criterion) {
                     ("forward", device.clone()),
                     ("forward_backward", device.clone().autodiff()),
                 ] {
-                    let run = mechanism.runner(len, &device);
                     let id = BenchmarkId::new(
                         format!("{}/{backend}", mechanism.name()),
                         format!("{len}/{pass}"),
                     );
                     group.bench_function(id, |b| {
+                        let run = mechanism.runner(len, &device);
                         b.iter(|| {
                             let out = run();
                             if pass == "forward" {
@@ -216,17 +229,26 @@ fn mha_b8_t256(c: &mut Criterion) {
     group.sample_size(20);
     for probe in probe_all() {
         let Some(device) = probe.device else { continue };
-        let module = MultiHeadConfig::new(512, 8).try_init(&device).unwrap();
         let x = Tensor::<3>::random([8, 256, 512], Distribution::Default, &device);
-        group.bench_function(probe.backend.name(), |b| {
-            b.iter(|| {
-                module
-                    .forward(MultiHeadInput::self_attn(x.clone()))
-                    .unwrap()
-                    .context
-                    .into_data()
-            })
-        });
+        for (label, implementation) in [
+            ("dense", AttentionImpl::Dense),
+            ("fused", AttentionImpl::Fused),
+        ] {
+            let attention = ScaledDotProductConfig::new().with_implementation(implementation);
+            let module = MultiHeadConfig::new(512, 8)
+                .with_attention(attention)
+                .try_init(&device)
+                .unwrap();
+            group.bench_function(format!("{}/{label}", probe.backend), |b| {
+                b.iter(|| {
+                    module
+                        .forward(MultiHeadInput::self_attn(x.clone()))
+                        .unwrap()
+                        .context
+                        .into_data()
+                })
+            });
+        }
     }
     group.finish();
 }

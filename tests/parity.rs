@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use attnzoo_backends::{test_devices, Backend};
+use attnzoo_backends::test_devices;
 use attnzoo_models::attention::{
     AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, MultiHeadConfig,
     MultiHeadInput, ScaledDotProductConfig,
@@ -17,9 +17,6 @@ use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
-
-/// wgpu's float arithmetic (and lavapipe's exp) differs more from PyTorch's than the CPUs' does.
-const WGPU_TOLERANCE_FACTOR: f32 = 10.0;
 
 struct Fixture {
     name: String,
@@ -386,12 +383,7 @@ fn every_fixture_matches_pytorch_on_every_backend_and_implementation() {
             }
         };
         for test in &devices {
-            let factor = if test.backend == Backend::Wgpu {
-                WGPU_TOLERANCE_FACTOR
-            } else {
-                1.0
-            };
-            let (atol, rtol) = (fixture.atol * factor, fixture.rtol * factor);
+            let (atol, rtol) = (fixture.atol, fixture.rtol);
             for (label, implementation) in fixture.implementations() {
                 let outputs = match fixture.run(&test.device, implementation) {
                     Ok(outputs) => outputs,

@@ -6,9 +6,10 @@
 
 use attnzoo_backends::test_devices;
 use attnzoo_models::attention::{
-    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, MultiHeadConfig,
-    MultiHeadInput, ScaledDotProduct, ScaledDotProductConfig,
+    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, LinformerConfig,
+    MultiHeadConfig, MultiHeadInput, ScaledDotProduct, ScaledDotProductConfig, Selection,
 };
+use attnzoo_models::position::RotaryConfig;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use proptest::prelude::*;
 

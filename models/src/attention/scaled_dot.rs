@@ -12,7 +12,7 @@
 //! materialises the score matrix and can return the weights; the fused one calls Burn's
 //! `attention` op (flash kernels on CubeCL and flex, SDPA on tch); the chunked one streams
 //! over key blocks with an online softmax ([`super::memory_efficient`]). Asking for weights
-//! always takes the dense path. Top-k and hard attention ([`Selection`]) are dense-only.
+//! always takes the dense path, and so do top-k and hard attention ([`Selection`]).
 
 use burn::config::Config;
 use burn::module::Module;
@@ -60,10 +60,10 @@ pub struct ScaledDotProductConfig {
     /// Keys masked by position (causal, local window, strided sparse).
     #[config(default = "KeyPattern::Full")]
     pub pattern: KeyPattern,
-    /// Which implementation runs when no weights are asked for.
-    #[config(default = "AttentionImpl::Dense")]
+    /// Which implementation runs when no weights are asked for (fused: the fastest measured).
+    #[config(default = "AttentionImpl::Fused")]
     pub implementation: AttentionImpl,
-    /// Soft, top-k or hard attention; top-k and hard need whole score rows (dense only).
+    /// Soft, top-k or hard attention; top-k and hard need whole score rows and run dense.
     #[config(default = "Selection::Soft")]
     pub selection: Selection,
 }
@@ -237,12 +237,6 @@ impl ScaledDotProductConfig {
             );
         }
         self.selection.validate()?;
-        ensure!(
-            self.selection == Selection::Soft || self.implementation == AttentionImpl::Dense,
-            "{:?} attention needs whole score rows: use the dense implementation, not {:?}",
-            self.selection,
-            self.implementation
-        );
         Ok(ScaledDotProduct {
             scale: self.scale,
             pattern: self.pattern,
@@ -264,7 +258,8 @@ impl ScaledDotProduct {
         input: AttentionInput<D>,
     ) -> Result<AttentionOutput<D>, AttnError> {
         input.validate()?;
-        let implementation = if input.need_weights {
+        let needs_whole_rows = input.need_weights || self.selection != Selection::Soft;
+        let implementation = if needs_whole_rows {
             AttentionImpl::Dense
         } else {
             self.implementation

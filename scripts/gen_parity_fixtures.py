@@ -286,6 +286,24 @@ def main():
                   {"d_model": D, "n_heads": nh, "n_kv_heads": n_kv, "causal": causal}, proj,
                   {"x": x}, {"output": output})
 
+        # torch.nn.TransformerEncoderLayer, eval mode, with key padding (padded outputs not compared).
+        D, nhead, T = 16, 4, 6
+        src = torch.randn(2, T, D)
+        kpm = torch.tensor([[False] * T, [False] * (T - 2) + [True] * 2])
+        for activation, norm_first in (("relu", False), ("gelu", True)):
+            layer = nn.TransformerEncoderLayer(D, nhead, dim_feedforward=32, dropout=0.0, activation=activation,
+                                               layer_norm_eps=1e-5, batch_first=True, norm_first=norm_first).eval()
+            for p in layer.parameters():  # LayerNorms start at 1/0: make them matter
+                p.data.add_(0.1 * torch.randn_like(p))
+            output = layer(src, src_key_padding_mask=kpm)
+            compare = (~kpm).unsqueeze(-1).expand(2, T, D)
+            write(f"transformer_encoder_layer_{activation}_{'pre' if norm_first else 'post'}norm",
+                  "transformer_encoder_layer",
+                  {"d_model": D, "nhead": nhead, "dim_feedforward": 32, "activation": activation,
+                   "layer_norm_eps": 1e-5, "norm_first": norm_first},
+                  layer.state_dict(), {"src": src, "src_key_padding_mask": kpm}, {"output": output},
+                  compare={"output": compare})
+
         # sinusoidal positions, seed 001.
         pe = PositionalEncoding(16, max_len=64)
         x = torch.randn(2, 40, 16)

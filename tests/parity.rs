@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 
 use attnzoo_backends::test_devices;
 use attnzoo_models::attention::{
-    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, MultiHeadConfig,
-    MultiHeadInput, ScaledDotProductConfig,
+    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, MultiHead,
+    MultiHeadConfig, MultiHeadInput, ScaledDotProductConfig,
 };
 use attnzoo_models::position::SinusoidalPositionConfig;
+use attnzoo_models::transformer::{EncoderLayerConfig, FeedForwardActivation};
 use burn::module::Param;
-use burn::nn::Linear;
+use burn::nn::{LayerNorm, Linear};
 use burn::tensor::{Bool, Device, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
@@ -95,6 +96,30 @@ impl Fixture {
             TensorData::new(values, shape.clone()),
             device,
         ))
+    }
+
+    /// `nn.MultiheadAttention`'s packed `in_proj_weight [3D, D]` / `in_proj_bias` as three Linears.
+    fn load_packed_projections(&self, prefix: &str, module: &mut MultiHead, device: &Device) {
+        let packed: Tensor<2> = self.float(&format!("param.{prefix}in_proj_weight"), device);
+        let bias: Tensor<1> = self.float(&format!("param.{prefix}in_proj_bias"), device);
+        let d_model = packed.dims()[1];
+        let part = |i: usize| Linear {
+            weight: Param::from_tensor(packed.clone().narrow(0, i * d_model, d_model).transpose()),
+            bias: Some(Param::from_tensor(bias.clone().narrow(
+                0,
+                i * d_model,
+                d_model,
+            ))),
+        };
+        (module.query, module.key, module.value) = (part(0), part(1), part(2));
+    }
+
+    /// A PyTorch `LayerNorm` as Burn's.
+    fn layer_norm(&self, prefix: &str, norm: &mut LayerNorm, device: &Device) {
+        norm.gamma = Param::from_tensor(self.float(&format!("param.{prefix}.weight"), device));
+        norm.beta = Some(Param::from_tensor(
+            self.float(&format!("param.{prefix}.bias"), device),
+        ));
     }
 
     /// A PyTorch `Linear` (`[out, in]` weight) as a Burn one (`[in, out]`).
@@ -220,6 +245,38 @@ impl Fixture {
             "multi_head" | "self_attention" | "torch_multihead" | "grouped_query" => {
                 self.run_multi_head(device, implementation, want_weights)?
             }
+            "transformer_encoder_layer" => {
+                let activation = match self.config["activation"].as_str() {
+                    Some("relu") => FeedForwardActivation::Relu,
+                    Some("gelu") => FeedForwardActivation::Gelu,
+                    other => return Err(format!("unknown activation {other:?}")),
+                };
+                let mut layer = EncoderLayerConfig::new(
+                    self.usize("d_model"),
+                    self.usize("nhead"),
+                    self.usize("dim_feedforward"),
+                )
+                .with_dropout(0.0)
+                .with_activation(activation)
+                .with_layer_norm_eps(self.config["layer_norm_eps"].as_f64().unwrap_or(1e-5))
+                .with_norm_first(self.config["norm_first"].as_bool().unwrap_or(false))
+                .with_attention(ScaledDotProductConfig::new().with_implementation(implementation))
+                .try_init(device)
+                .map_err(err)?;
+                self.load_packed_projections("self_attn.", &mut layer.self_attn, device);
+                layer.self_attn.output = self.linear("self_attn.out_proj", device);
+                layer.linear1 = self.linear("linear1", device);
+                layer.linear2 = self.linear("linear2", device);
+                self.layer_norm("norm1", &mut layer.norm1, device);
+                self.layer_norm("norm2", &mut layer.norm2, device);
+                let output = layer
+                    .forward(
+                        self.float("input.src", device),
+                        self.mask("input.src_key_padding_mask", device),
+                    )
+                    .map_err(err)?;
+                vec![("output".into(), lift3(output))]
+            }
             "sinusoidal_position" => {
                 let position = SinusoidalPositionConfig::new(self.usize("d_model"))
                     .with_max_len(self.usize("max_len"))
@@ -275,19 +332,7 @@ impl Fixture {
             _ => ("", "", "", "out_proj"),
         };
         if self.kind == "torch_multihead" {
-            let packed: Tensor<2> = self.float("param.in_proj_weight", device);
-            let bias: Tensor<1> = self.float("param.in_proj_bias", device);
-            let part = |i: usize| Linear {
-                weight: Param::from_tensor(
-                    packed.clone().narrow(0, i * d_model, d_model).transpose(),
-                ),
-                bias: Some(Param::from_tensor(bias.clone().narrow(
-                    0,
-                    i * d_model,
-                    d_model,
-                ))),
-            };
-            (module.query, module.key, module.value) = (part(0), part(1), part(2));
+            self.load_packed_projections("", &mut module, device);
         } else {
             module.query = self.linear(q, device);
             module.key = self.linear(k, device);

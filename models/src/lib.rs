@@ -13,5 +13,6 @@
 pub mod attention;
 mod error;
 pub mod position;
+pub mod transformer;
 
 pub use error::AttnError;

@@ -45,7 +45,7 @@ impl fmt::Display for BackendError {
             BackendError::NotCompiled(backend) => write!(
                 f,
                 "backend `{backend}` is not compiled into this build: rebuild with `--features {}`{}",
-                backend.cargo_feature(),
+                backend.name(),
                 backend.requirements().map(|needs| format!(" ({needs})")).unwrap_or_default()
             ),
             BackendError::BadSpec(message) => write!(f, "{message}"),
@@ -81,7 +81,8 @@ impl Backend {
         Backend::Cuda,
     ];
 
-    /// The name used on the command line and in `ATTNZOO_REQUIRE_BACKENDS`.
+    /// The name used on the command line, in `ATTNZOO_REQUIRE_BACKENDS`, and as the cargo feature
+    /// (of `attnzoo` and `attnzoo-backends`) that compiles the backend in.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Ndarray => "ndarray",
@@ -97,11 +98,6 @@ impl Backend {
         Backend::ALL
             .into_iter()
             .find(|backend| backend.name().eq_ignore_ascii_case(name.trim()))
-    }
-
-    /// The cargo feature (of `attnzoo` and `attnzoo-backends`) that compiles this backend in.
-    pub fn cargo_feature(self) -> &'static str {
-        self.name()
     }
 
     /// Whether this binary was built with the backend's cargo feature.

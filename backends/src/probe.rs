@@ -68,10 +68,7 @@ fn probe_uncached(backend: Backend) -> Probe {
             description: String::new(),
             reason: Some(match error {
                 BackendError::NotCompiled(backend) => {
-                    format!(
-                        "not compiled in (cargo feature `{}`)",
-                        backend.cargo_feature()
-                    )
+                    format!("not compiled in (cargo feature `{}`)", backend.name())
                 }
                 BackendError::Unavailable { reason, .. } => reason,
                 other => other.to_string(),

@@ -113,16 +113,6 @@ impl Linformer {
             len >= proj_len,
             "sequence length {len} is shorter than Linformer proj_len {proj_len}"
         );
-        let keep = |t: Tensor<3>| match &padding {
-            Some(padding) => t.mask_fill(
-                padding
-                    .clone()
-                    .unsqueeze_dim::<3>(2)
-                    .expand([batch, len, width]),
-                0.0,
-            ),
-            None => t,
-        };
         if let Some(padding) = &padding {
             ensure!(
                 padding.dims() == [batch, len],
@@ -130,6 +120,11 @@ impl Linformer {
                 padding.dims()
             );
         }
+        let padding = padding.map(|p| p.unsqueeze_dim::<3>(2).expand([batch, len, width]));
+        let keep = |t: Tensor<3>| match &padding {
+            Some(padding) => t.mask_fill(padding.clone(), 0.0),
+            None => t,
+        };
         let along_sequence = |proj: &Param<Tensor<2>>, t: Tensor<3>| {
             proj.val().narrow(1, 0, len).unsqueeze::<3>().matmul(t)
         };

@@ -4,5 +4,6 @@
 pub mod commands;
 mod error;
 pub mod heatmap;
+pub mod sentence_embedding;
 
 pub use error::CliError;

@@ -12,7 +12,7 @@ use attnzoo_models::attention::{
     MultiHeadConfig, MultiHeadInput, ScaledDotProductConfig,
 };
 use attnzoo_models::position::SinusoidalPositionConfig;
-use attnzoo_models::transformer::{EncoderLayerConfig, FeedForwardActivation};
+use attnzoo_models::transformer::{FeedForwardActivation, LayerConfig};
 use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::{Bool, Device, Tensor, TensorData};
@@ -251,7 +251,7 @@ impl Fixture {
                     Some("gelu") => FeedForwardActivation::Gelu,
                     other => return Err(format!("unknown activation {other:?}")),
                 };
-                let mut layer = EncoderLayerConfig::new(
+                let mut layer = LayerConfig::new(
                     self.usize("d_model"),
                     self.usize("nhead"),
                     self.usize("dim_feedforward"),
@@ -261,12 +261,12 @@ impl Fixture {
                 .with_layer_norm_eps(self.config["layer_norm_eps"].as_f64().unwrap_or(1e-5))
                 .with_norm_first(self.config["norm_first"].as_bool().unwrap_or(false))
                 .with_attention(ScaledDotProductConfig::new().with_implementation(implementation))
-                .try_init(device)
+                .try_init_encoder(device)
                 .map_err(err)?;
                 self.load_packed_projections("self_attn.", &mut layer.self_attn, device);
                 layer.self_attn.output = self.linear("self_attn.out_proj", device);
-                layer.linear1 = self.linear("linear1", device);
-                layer.linear2 = self.linear("linear2", device);
+                layer.feed_forward.linear1 = self.linear("linear1", device);
+                layer.feed_forward.linear2 = self.linear("linear2", device);
                 self.layer_norm("norm1", &mut layer.norm1, device);
                 self.layer_norm("norm2", &mut layer.norm2, device);
                 let output = layer

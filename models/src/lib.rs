@@ -13,6 +13,7 @@
 pub mod attention;
 mod error;
 pub mod position;
+pub mod seq2seq;
 pub mod transformer;
 
 pub use error::AttnError;

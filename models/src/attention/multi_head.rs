@@ -16,7 +16,7 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::{Bool, Device, Tensor};
+use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::scaled_dot::{AttentionInput, ScaledDotProduct, ScaledDotProductConfig};
 use crate::error::ensure;
@@ -120,6 +120,17 @@ impl KvCache {
     /// Whether nothing is cached yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Keeps the batch rows `indices [B']` in that order (beam search reorders its hypotheses).
+    pub fn select(&mut self, indices: Tensor<1, Int>) {
+        let pick = |t: &mut Option<Tensor<4>>| {
+            if let Some(tensor) = t.take() {
+                *t = Some(tensor.select(0, indices.clone()));
+            }
+        };
+        pick(&mut self.key);
+        pick(&mut self.value);
     }
 }
 

@@ -1,5 +1,13 @@
 //! Transformer stacks built from attnzoo's own attention modules.
 
+pub mod bert;
+pub mod decoder;
 pub mod encoder;
+pub mod feed_forward;
+pub mod layer;
 
-pub use encoder::{EncoderLayer, EncoderLayerConfig, FeedForwardActivation};
+pub use bert::{l2_normalize, Bert, BertConfig, Pooling};
+pub use decoder::{Decoder, DecoderCache, DecoderConfig, DecoderLayer, DecoderOutput};
+pub use encoder::{Encoder, EncoderConfig, EncoderLayer};
+pub use feed_forward::{FeedForward, FeedForwardActivation, FeedForwardConfig};
+pub use layer::LayerConfig;

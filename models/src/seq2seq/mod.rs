@@ -1,0 +1,166 @@
+//! Sequence-to-sequence translation models: an RNN encoder-decoder with a choice of alignment
+//! attention, and a Transformer. [`Seq2Seq`] wraps either, so training and decoding are
+//! written once.
+//!
+//! Shapes: `source [B, S]` token ids, `source_padding [B, S]` (`true` = padding),
+//! `target_in [B, T]` (`<bos> y_1 … y_{T-1}`) → logits `[B, T, V]`.
+
+pub mod rnn;
+pub mod transformer;
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::tensor::{Bool, Device, Int, Tensor};
+
+pub use rnn::{RnnSeq2Seq, RnnSeq2SeqConfig, RnnState};
+pub use transformer::{TransformerSeq2Seq, TransformerSeq2SeqConfig, TransformerState};
+
+use crate::error::ensure;
+use crate::AttnError;
+
+/// Which model, with its sizes.
+#[derive(Config, Debug)]
+pub enum Seq2SeqConfig {
+    /// The RNN encoder-decoder.
+    Rnn(RnnSeq2SeqConfig),
+    /// The Transformer.
+    Transformer(TransformerSeq2SeqConfig),
+}
+
+/// Either model.
+#[derive(Module, Debug)]
+pub enum Seq2Seq {
+    /// The RNN encoder-decoder.
+    Rnn(RnnSeq2Seq),
+    /// The Transformer.
+    Transformer(TransformerSeq2Seq),
+}
+
+/// The decoder's state between steps.
+#[derive(Debug, Clone)]
+pub enum DecodeState {
+    /// Of the RNN.
+    Rnn(RnnState),
+    /// Of the Transformer.
+    Transformer(TransformerState),
+}
+
+/// One decoding step's output.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// `[B, V]`.
+    pub logits: Tensor<2>,
+    /// Attention over the source, one `[B, heads, S]` map per layer (the RNN has one layer and
+    /// one head; the no-attention baseline none). Empty unless asked for.
+    pub weights: Vec<Tensor<3>>,
+}
+
+impl Seq2SeqConfig {
+    /// Builds the model.
+    pub fn try_init(&self, device: &Device) -> Result<Seq2Seq, AttnError> {
+        Ok(match self {
+            Seq2SeqConfig::Rnn(config) => Seq2Seq::Rnn(config.try_init(device)?),
+            Seq2SeqConfig::Transformer(config) => Seq2Seq::Transformer(config.try_init(device)?),
+        })
+    }
+}
+
+impl DecodeState {
+    /// Keeps the batch rows `indices` in that order (for beam search).
+    pub fn select(&mut self, indices: Tensor<1, Int>) {
+        match self {
+            DecodeState::Rnn(state) => state.select(indices),
+            DecodeState::Transformer(state) => state.select(indices),
+        }
+    }
+}
+
+impl Seq2Seq {
+    /// Encodes the source into the decoder's first state.
+    pub fn encode(
+        &self,
+        source: Tensor<2, Int>,
+        source_padding: Tensor<2, Bool>,
+    ) -> Result<DecodeState, AttnError> {
+        ensure!(
+            source.dims() == source_padding.dims(),
+            "source {:?} and its padding {:?} differ in shape",
+            source.dims(),
+            source_padding.dims()
+        );
+        Ok(match self {
+            Seq2Seq::Rnn(model) => DecodeState::Rnn(model.encode(source, source_padding)),
+            Seq2Seq::Transformer(model) => {
+                DecodeState::Transformer(model.encode(source, source_padding)?)
+            }
+        })
+    }
+
+    /// One step: the previous tokens `[B]` → the next token's logits.
+    pub fn step(
+        &self,
+        state: &mut DecodeState,
+        tokens: Tensor<1, Int>,
+        need_weights: bool,
+    ) -> Result<Step, AttnError> {
+        match (self, state) {
+            (Seq2Seq::Rnn(model), DecodeState::Rnn(state)) => {
+                let (logits, weights) = model.step(state, tokens)?;
+                let weights = match weights {
+                    Some(weights) if need_weights => vec![weights.unsqueeze_dim(1)],
+                    _ => Vec::new(),
+                };
+                Ok(Step { logits, weights })
+            }
+            (Seq2Seq::Transformer(model), DecodeState::Transformer(state)) => {
+                let (logits, weights) =
+                    model.decode(state, tokens.unsqueeze_dim(1), need_weights)?;
+                Ok(Step {
+                    logits: logits.squeeze_dim(1),
+                    weights: weights.into_iter().map(|w| w.squeeze_dim(2)).collect(),
+                })
+            }
+            _ => Err(AttnError::new("decode state of another model")),
+        }
+    }
+
+    /// Training: logits `[B, T, V]` for `target_in [B, T]`. The RNN feeds the gold token at step
+    /// `t` where `use_gold[t]` (teacher forcing), else its own previous argmax; the Transformer
+    /// always sees the gold prefix, all steps at once.
+    pub fn teacher_forced(
+        &self,
+        source: Tensor<2, Int>,
+        source_padding: Tensor<2, Bool>,
+        target_in: Tensor<2, Int>,
+        use_gold: &[bool],
+    ) -> Result<Tensor<3>, AttnError> {
+        let [batch, len] = target_in.dims();
+        ensure!(
+            use_gold.len() >= len,
+            "use_gold covers {} steps, the target has {len}",
+            use_gold.len()
+        );
+        let mut state = self.encode(source, source_padding)?;
+        match (self, &mut state) {
+            (Seq2Seq::Transformer(model), DecodeState::Transformer(state)) => {
+                Ok(model.decode(state, target_in, false)?.0)
+            }
+            _ => {
+                let mut logits = Vec::with_capacity(len);
+                let mut tokens = target_in.clone().narrow(1, 0, 1).reshape([batch]);
+                for t in 0..len {
+                    if t > 0 {
+                        tokens = if use_gold[t] {
+                            target_in.clone().narrow(1, t, 1).reshape([batch])
+                        } else {
+                            let previous: &Tensor<2> = logits.last().expect("t > 0");
+                            previous.clone().detach().argmax(1).reshape([batch])
+                        };
+                    }
+                    logits.push(self.step(&mut state, tokens.clone(), false)?.logits);
+                }
+                Ok(Tensor::stack(logits, 1))
+            }
+        }
+    }
+}

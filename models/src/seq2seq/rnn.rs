@@ -1,0 +1,244 @@
+//! An RNN encoder-decoder (Sutskever et al. 2014) with alignment attention (Bahdanau et al.
+//! 2015; Luong et al. 2015), the attention picked by config:
+//!
+//! Encoder: a bidirectional LSTM over the embedded source; each direction reads only the real
+//! tokens of its row. `h̄_s = W_m [→h_s; ←h_s]` is the attention memory and
+//! `s_0 = tanh(W_b [→h_last; ←h_first])` the decoder's first state.
+//!
+//! Decoder step `t` with previous token `y_{t-1}`:
+//! - no attention: `s_t = LSTM(E y_{t-1}, s_{t-1})`, `p_t = softmax(W_o s_t)`;
+//! - Bahdanau (additive score): scored with the *previous* state,
+//!   `c_t = Attn(s_{t-1}, h̄)`, `s_t = LSTM([E y_{t-1}; c_t], s_{t-1})`, `p_t = softmax(W_o s_t)`;
+//! - Luong (dot, general, concat, location scores): scored with the *current* state,
+//!   `s_t = LSTM([E y_{t-1}; h̃_{t-1}], s_{t-1})` (input feeding), `c_t = Attn(s_t, h̄)`,
+//!   `h̃_t = tanh(W_c [c_t; s_t])`, `p_t = softmax(W_o h̃_t)`.
+//!
+//! Shapes: `source [B, S]`, `source_padding [B, S]` (`true` = padding), `target_in [B, T]`
+//! (`<bos> y_1 … y_{T-1}`) → logits `[B, T, V]`; one step: tokens `[B]` → logits `[B, V]`,
+//! weights `[B, S]`.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Linear, LinearConfig, Lstm, LstmConfig,
+    LstmState,
+};
+use burn::tensor::Device;
+use burn::tensor::{Bool, Int, Tensor};
+
+use crate::attention::{Alignment, AlignmentConfig, AlignmentScore};
+use crate::error::ensure;
+use crate::AttnError;
+
+/// Configuration of [`RnnSeq2Seq`].
+#[derive(Config, Debug)]
+pub struct RnnSeq2SeqConfig {
+    /// Source vocabulary size.
+    pub source_vocab: usize,
+    /// Target vocabulary size.
+    pub target_vocab: usize,
+    /// Word embedding width `E`.
+    #[config(default = 256)]
+    pub embedding_dim: usize,
+    /// LSTM state width `H` (each encoder direction, and the decoder).
+    #[config(default = 256)]
+    pub hidden_dim: usize,
+    /// Dropout on embeddings and before the output layer.
+    #[config(default = 0.2)]
+    pub dropout: f64,
+    /// The alignment score: `None` is the no-attention baseline, `Additive` is Bahdanau, the
+    /// others Luong.
+    #[config(default = "Some(AlignmentScore::Additive)")]
+    pub attention: Option<AlignmentScore>,
+}
+
+/// The encoder-decoder.
+#[derive(Module, Debug)]
+pub struct RnnSeq2Seq {
+    /// Source word embeddings.
+    pub source_embedding: Embedding,
+    /// Target word embeddings.
+    pub target_embedding: Embedding,
+    /// Left-to-right encoder LSTM.
+    pub encoder_forward: Lstm,
+    /// Right-to-left encoder LSTM.
+    pub encoder_backward: Lstm,
+    /// `W_m`: `2H → H`, the attention memory.
+    pub memory: Linear,
+    /// `W_b`: `2H → H`, the decoder's first state.
+    pub bridge: Linear,
+    /// The decoder LSTM.
+    pub decoder: Lstm,
+    /// The alignment attention (none for the baseline).
+    pub attention: Option<Alignment>,
+    /// `W_c`: `2H → H`, Luong's attentional hidden state.
+    pub combine: Option<Linear>,
+    /// `W_o`: `H → V`.
+    pub output: Linear,
+    /// Dropout (identity without autodiff).
+    pub dropout: Dropout,
+    /// The alignment score.
+    #[module(skip)]
+    pub score: Option<AlignmentScore>,
+}
+
+/// The decoder's state between steps.
+#[derive(Debug, Clone)]
+pub struct RnnState {
+    lstm: LstmState<2>,
+    /// Luong's `h̃_{t-1}` (input feeding); zeros before the first step.
+    feed: Tensor<2>,
+    memory: Tensor<3>,
+    padding: Tensor<2, Bool>,
+}
+
+impl RnnState {
+    /// Keeps the batch rows `indices` in that order (for beam search).
+    pub fn select(&mut self, indices: Tensor<1, Int>) {
+        self.lstm = LstmState::new(
+            self.lstm.cell.clone().select(0, indices.clone()),
+            self.lstm.hidden.clone().select(0, indices.clone()),
+        );
+        self.feed = self.feed.clone().select(0, indices.clone());
+        self.memory = self.memory.clone().select(0, indices.clone());
+        self.padding = self.padding.clone().select(0, indices);
+    }
+}
+
+impl RnnSeq2SeqConfig {
+    /// Builds the model.
+    pub fn try_init(&self, device: &Device) -> Result<RnnSeq2Seq, AttnError> {
+        let (embedding, hidden) = (self.embedding_dim, self.hidden_dim);
+        ensure!(
+            self.source_vocab >= 1 && self.target_vocab >= 1 && embedding >= 1 && hidden >= 1,
+            "vocabularies and widths must be positive: {self:?}"
+        );
+        let lstm = |input| LstmConfig::new(input, hidden, true).init(device);
+        let luong = self
+            .attention
+            .is_some_and(|score| score != AlignmentScore::Additive);
+        Ok(RnnSeq2Seq {
+            source_embedding: EmbeddingConfig::new(self.source_vocab, embedding).init(device),
+            target_embedding: EmbeddingConfig::new(self.target_vocab, embedding).init(device),
+            encoder_forward: lstm(embedding),
+            encoder_backward: lstm(embedding),
+            memory: LinearConfig::new(2 * hidden, hidden).init(device),
+            bridge: LinearConfig::new(2 * hidden, hidden).init(device),
+            decoder: lstm(if self.attention.is_some() {
+                embedding + hidden
+            } else {
+                embedding
+            }),
+            attention: self
+                .attention
+                .map(|score| AlignmentConfig::new(hidden, score).try_init(device))
+                .transpose()?,
+            combine: luong.then(|| LinearConfig::new(2 * hidden, hidden).init(device)),
+            output: LinearConfig::new(hidden, self.target_vocab).init(device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            score: self.attention,
+        })
+    }
+}
+
+impl RnnSeq2Seq {
+    /// Encodes `source [B, S]` into the decoder's first state.
+    pub fn encode(&self, source: Tensor<2, Int>, padding: Tensor<2, Bool>) -> RnnState {
+        let [batch, len] = source.dims();
+        let hidden = self.bridge.weight.dims()[1];
+        let device = source.device();
+        let embedded = self.dropout.forward(self.source_embedding.forward(source));
+        let width = embedded.dims()[2];
+        // Per row, position t ↔ length-1-t over the real tokens; padding stays in place.
+        let lengths = padding.clone().bool_not().int().sum_dim(1); // [B, 1]
+        let positions = Tensor::<1, Int>::arange(0..len as i64, &device)
+            .unsqueeze::<2>()
+            .expand([batch, len]);
+        let reversed = (lengths.clone().expand([batch, len]) - positions.clone() - 1)
+            .mask_where(padding.clone(), positions);
+        let flip = |x: Tensor<3>, width: usize| {
+            x.gather(
+                1,
+                reversed
+                    .clone()
+                    .unsqueeze_dim::<3>(2)
+                    .expand([batch, len, width]),
+            )
+        };
+        let (forward, _) = self.encoder_forward.forward(embedded.clone(), None);
+        let (backward, _) = self.encoder_backward.forward(flip(embedded, width), None);
+        let backward = flip(backward, hidden);
+        let last = (lengths - 1)
+            .clamp_min(0)
+            .unsqueeze_dim::<3>(2)
+            .expand([batch, 1, hidden]);
+        let summary = Tensor::cat(
+            vec![
+                forward.clone().gather(1, last).squeeze_dim::<2>(1),
+                backward.clone().narrow(1, 0, 1).squeeze_dim::<2>(1),
+            ],
+            1,
+        );
+        let states = Tensor::cat(vec![forward, backward], 2);
+        let first = self.bridge.forward(summary).tanh();
+        RnnState {
+            lstm: LstmState::new(first.zeros_like(), first.clone()),
+            feed: first.zeros_like(),
+            memory: self.memory.forward(states),
+            padding,
+        }
+    }
+
+    /// One decoder step: `tokens [B]` (the previous outputs) → logits `[B, V]` and, with
+    /// attention, the weights `[B, S]`.
+    pub fn step(
+        &self,
+        state: &mut RnnState,
+        tokens: Tensor<1, Int>,
+    ) -> Result<(Tensor<2>, Option<Tensor<2>>), AttnError> {
+        let embedded = self
+            .dropout
+            .forward(self.target_embedding.forward(tokens.unsqueeze_dim(1)))
+            .squeeze_dim::<2>(1);
+        let (Some(attention), Some(score)) = (&self.attention, self.score) else {
+            let top = self.advance(state, embedded);
+            return Ok((self.output.forward(self.dropout.forward(top)), None));
+        };
+        if score == AlignmentScore::Additive {
+            let aligned = attention.step(
+                state.lstm.hidden.clone(),
+                state.memory.clone(),
+                Some(state.padding.clone()),
+            )?;
+            let top = self.advance(state, Tensor::cat(vec![embedded, aligned.context], 1));
+            return Ok((
+                self.output.forward(self.dropout.forward(top)),
+                Some(aligned.weights),
+            ));
+        }
+        let top = self.advance(state, Tensor::cat(vec![embedded, state.feed.clone()], 1));
+        let aligned = attention.step(
+            top.clone(),
+            state.memory.clone(),
+            Some(state.padding.clone()),
+        )?;
+        let combine = self.combine.as_ref().expect("Luong attention has W_c");
+        let attentional = combine
+            .forward(Tensor::cat(vec![aligned.context, top], 1))
+            .tanh();
+        state.feed = attentional.clone();
+        Ok((
+            self.output.forward(self.dropout.forward(attentional)),
+            Some(aligned.weights),
+        ))
+    }
+
+    /// Runs the decoder LSTM one step on `input [B, ·]`, returning `s_t [B, H]`.
+    fn advance(&self, state: &mut RnnState, input: Tensor<2>) -> Tensor<2> {
+        let (output, lstm) = self
+            .decoder
+            .forward(input.unsqueeze_dim(1), Some(state.lstm.clone()));
+        state.lstm = lstm;
+        output.squeeze_dim(1)
+    }
+}

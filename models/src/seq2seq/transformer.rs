@@ -1,0 +1,157 @@
+//! A Transformer encoder-decoder for translation (Vaswani et al. 2017), built from attnzoo's
+//! [`Encoder`] and [`Decoder`] stacks (pre-norm, with final LayerNorms):
+//!
+//! `m = Encoder(√d · E_s x + PE)`, `h = Decoder(√d · E_t y + PE, m)`, `p = softmax(W_o h)`.
+//!
+//! Positions are sinusoidal. Decoding keeps a [`DecoderCache`], so step `t` attends from one
+//! query over `t` cached keys and the memory projected once.
+//!
+//! Shapes: `source [B, S]`, `source_padding [B, S]`, `target_in [B, T]` → logits `[B, T, V]`;
+//! one step: tokens `[B]` → logits `[B, V]` and per layer cross-attention weights `[B, h, S]`.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::tensor::{Bool, Device, Int, Tensor};
+
+use crate::position::{SinusoidalPosition, SinusoidalPositionConfig};
+use crate::transformer::{
+    Decoder, DecoderCache, DecoderConfig, Encoder, EncoderConfig, LayerConfig,
+};
+use crate::AttnError;
+
+/// Configuration of [`TransformerSeq2Seq`].
+#[derive(Config, Debug)]
+pub struct TransformerSeq2SeqConfig {
+    /// Source vocabulary size.
+    pub source_vocab: usize,
+    /// Target vocabulary size.
+    pub target_vocab: usize,
+    /// Model width.
+    #[config(default = 256)]
+    pub d_model: usize,
+    /// Attention heads.
+    #[config(default = 4)]
+    pub n_heads: usize,
+    /// Feed-forward width.
+    #[config(default = 1024)]
+    pub d_ff: usize,
+    /// Encoder layers.
+    #[config(default = 3)]
+    pub encoder_layers: usize,
+    /// Decoder layers.
+    #[config(default = 3)]
+    pub decoder_layers: usize,
+    /// Dropout.
+    #[config(default = 0.1)]
+    pub dropout: f64,
+    /// Longest source or target, in tokens.
+    #[config(default = 256)]
+    pub max_len: usize,
+}
+
+/// The encoder-decoder.
+#[derive(Module, Debug)]
+pub struct TransformerSeq2Seq {
+    /// Source token embeddings.
+    pub source_embedding: Embedding,
+    /// Target token embeddings.
+    pub target_embedding: Embedding,
+    /// The sinusoidal table.
+    pub positions: SinusoidalPosition,
+    /// The encoder stack.
+    pub encoder: Encoder,
+    /// The decoder stack.
+    pub decoder: Decoder,
+    /// `W_o`: `d_model → V`.
+    pub output: Linear,
+    /// Dropout on the embeddings.
+    pub dropout: Dropout,
+}
+
+/// The decoder's state between steps: the memory and the cache.
+#[derive(Debug, Clone)]
+pub struct TransformerState {
+    memory: Tensor<3>,
+    padding: Tensor<2, Bool>,
+    cache: DecoderCache,
+}
+
+impl TransformerState {
+    /// Keeps the batch rows `indices` in that order (for beam search).
+    pub fn select(&mut self, indices: Tensor<1, Int>) {
+        self.memory = self.memory.clone().select(0, indices.clone());
+        self.padding = self.padding.clone().select(0, indices.clone());
+        self.cache.select(indices);
+    }
+}
+
+impl TransformerSeq2SeqConfig {
+    /// Builds the model.
+    pub fn try_init(&self, device: &Device) -> Result<TransformerSeq2Seq, AttnError> {
+        let layer = LayerConfig::new(self.d_model, self.n_heads, self.d_ff)
+            .with_dropout(self.dropout)
+            .with_norm_first(true);
+        Ok(TransformerSeq2Seq {
+            source_embedding: EmbeddingConfig::new(self.source_vocab, self.d_model).init(device),
+            target_embedding: EmbeddingConfig::new(self.target_vocab, self.d_model).init(device),
+            positions: SinusoidalPositionConfig::new(self.d_model)
+                .with_max_len(self.max_len)
+                .try_init(device)?,
+            encoder: EncoderConfig::new(layer.clone(), self.encoder_layers)
+                .with_final_norm(true)
+                .try_init(device)?,
+            decoder: DecoderConfig::new(layer, self.decoder_layers)
+                .with_final_norm(true)
+                .try_init(device)?,
+            output: LinearConfig::new(self.d_model, self.target_vocab).init(device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+        })
+    }
+}
+
+impl TransformerSeq2Seq {
+    fn embed(
+        &self,
+        embedding: &Embedding,
+        tokens: Tensor<2, Int>,
+        offset: usize,
+    ) -> Result<Tensor<3>, AttnError> {
+        let width = embedding.weight.dims()[1] as f64;
+        let x = embedding.forward(tokens) * width.sqrt();
+        Ok(self.dropout.forward(self.positions.forward(x, offset)?))
+    }
+
+    /// Encodes `source [B, S]` into the decoder's first state.
+    pub fn encode(
+        &self,
+        source: Tensor<2, Int>,
+        padding: Tensor<2, Bool>,
+    ) -> Result<TransformerState, AttnError> {
+        let x = self.embed(&self.source_embedding, source, 0)?;
+        Ok(TransformerState {
+            memory: self.encoder.forward(x, Some(padding.clone()))?,
+            padding,
+            cache: DecoderCache::new(&self.decoder),
+        })
+    }
+
+    /// Decodes `tokens [B, T]`, the positions after those already in `state`: logits
+    /// `[B, T, V]` and per layer cross-attention weights `[B, h, T, S]` when asked for.
+    pub fn decode(
+        &self,
+        state: &mut TransformerState,
+        tokens: Tensor<2, Int>,
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Vec<Tensor<4>>), AttnError> {
+        let x = self.embed(&self.target_embedding, tokens, state.cache.len())?;
+        let output = self.decoder.forward(
+            x,
+            state.memory.clone(),
+            Some(state.padding.clone()),
+            &mut state.cache,
+            need_weights,
+        )?;
+        Ok((self.output.forward(output.hidden), output.cross_weights))
+    }
+}

@@ -1,0 +1,383 @@
+//! The Transformer decoder (Vaswani et al. 2017), as `torch.nn.TransformerDecoderLayer` and
+//! `torch.nn.TransformerDecoder`:
+//!
+//! post-norm: `x = LN₁(x + SA(x))`, `x = LN₂(x + CA(x, m))`, `x = LN₃(x + FF(x))`
+//! pre-norm:  `x = x + SA(LN₁(x))`, `x = x + CA(LN₂(x), m)`, `x = x + FF(LN₃(x))`
+//!
+//! with `SA` causal [`MultiHead`] self-attention, `CA` cross-attention over the encoder memory
+//! `m`, and `FF` the [`FeedForward`] block.
+//!
+//! Shapes: `x [B, T, d_model]`, `memory [B, S, d_model]`, `memory_padding [B, S]` →
+//! `[B, T, d_model]`; cross-attention weights `[B, h, T, S]` per layer when asked for.
+//!
+//! Incremental decoding: a [`DecoderCache`] keeps each layer's self-attention keys and values
+//! (growing by `T` per call) and its projected memory (computed on the first call), so step `t`
+//! costs one query against `t` cached keys. A fresh cache for every call decodes a whole
+//! sequence at once (teacher forcing).
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, LayerNorm};
+use burn::tensor::{Bool, Device, Int, Tensor};
+
+use super::feed_forward::FeedForward;
+use super::layer::LayerConfig;
+use crate::attention::{KeyPattern, KvCache, MultiHead, MultiHeadConfig, MultiHeadInput};
+use crate::error::ensure;
+use crate::AttnError;
+
+/// One decoder layer.
+#[derive(Module, Debug)]
+pub struct DecoderLayer {
+    /// Causal multi-head self-attention.
+    pub self_attn: MultiHead,
+    /// Multi-head attention over the encoder memory.
+    pub cross_attn: MultiHead,
+    /// The feed-forward block.
+    pub feed_forward: FeedForward,
+    /// LayerNorm around the self-attention.
+    pub norm1: LayerNorm,
+    /// LayerNorm around the cross-attention.
+    pub norm2: LayerNorm,
+    /// LayerNorm around the feed-forward.
+    pub norm3: LayerNorm,
+    /// Dropout after each attention (identity without autodiff).
+    pub dropout: Dropout,
+    /// Pre-norm or post-norm.
+    #[module(skip)]
+    pub norm_first: bool,
+}
+
+/// One layer's cached self-attention keys/values and projected memory.
+#[derive(Debug, Clone)]
+pub struct LayerCache {
+    self_attn: KvCache,
+    cross_attn: KvCache,
+}
+
+impl LayerConfig {
+    /// Builds a decoder layer: causal self-attention, cross-attention without a pattern.
+    pub fn try_init_decoder(&self, device: &Device) -> Result<DecoderLayer, AttnError> {
+        let attention = |pattern| {
+            MultiHeadConfig::new(self.d_model, self.n_heads)
+                .with_attention(self.attention.clone().with_pattern(pattern))
+                .try_init(device)
+        };
+        Ok(DecoderLayer {
+            self_attn: attention(KeyPattern::Causal)?,
+            cross_attn: attention(KeyPattern::Full)?,
+            feed_forward: self.feed_forward().init(device),
+            norm1: self.layer_norm(device),
+            norm2: self.layer_norm(device),
+            norm3: self.layer_norm(device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            norm_first: self.norm_first,
+        })
+    }
+}
+
+impl DecoderLayer {
+    /// `x [B, T, d_model]` after the cached positions, `memory [B, S, d_model]` →
+    /// (`[B, T, d_model]`, cross-attention weights `[B, h, T, S]` if `need_weights`).
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        memory: Tensor<3>,
+        memory_padding: Option<Tensor<2, Bool>>,
+        cache: &mut LayerCache,
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Option<Tensor<4>>), AttnError> {
+        let self_attend = |x: Tensor<3>, cache: &mut KvCache| -> Result<Tensor<3>, AttnError> {
+            let context = self
+                .self_attn
+                .forward_cached(MultiHeadInput::self_attn(x), cache)?
+                .context;
+            Ok(self.dropout.forward(context))
+        };
+        let cross_attend = |x: Tensor<3>, cache: &mut KvCache| {
+            let mut input = MultiHeadInput::new(x, memory.clone(), memory.clone());
+            if let Some(padding) = memory_padding.clone() {
+                input = input.padding(padding);
+            }
+            if need_weights {
+                input = input.with_weights();
+            }
+            let output = self.cross_attn.forward_cached(input, cache)?;
+            Ok::<_, AttnError>((self.dropout.forward(output.context), output.weights))
+        };
+        Ok(if self.norm_first {
+            let x = x.clone() + self_attend(self.norm1.forward(x), &mut cache.self_attn)?;
+            let (context, weights) =
+                cross_attend(self.norm2.forward(x.clone()), &mut cache.cross_attn)?;
+            let x = x + context;
+            (
+                x.clone() + self.feed_forward.forward(self.norm3.forward(x)),
+                weights,
+            )
+        } else {
+            let x = self
+                .norm1
+                .forward(x.clone() + self_attend(x, &mut cache.self_attn)?);
+            let (context, weights) = cross_attend(x.clone(), &mut cache.cross_attn)?;
+            let x = self.norm2.forward(x + context);
+            (
+                self.norm3.forward(x.clone() + self.feed_forward.forward(x)),
+                weights,
+            )
+        })
+    }
+}
+
+/// Configuration of [`Decoder`]: `n_layers` copies of one layer config.
+#[derive(Config, Debug)]
+pub struct DecoderConfig {
+    /// Every layer's sizes.
+    pub layer: LayerConfig,
+    /// Number of layers.
+    pub n_layers: usize,
+    /// A LayerNorm after the last layer (usual with pre-norm layers).
+    #[config(default = false)]
+    pub final_norm: bool,
+}
+
+/// A stack of decoder layers.
+#[derive(Module, Debug)]
+pub struct Decoder {
+    /// The layers, applied in order.
+    pub layers: Vec<DecoderLayer>,
+    /// The optional final LayerNorm.
+    pub norm: Option<LayerNorm>,
+}
+
+/// The decoder's state between incremental calls, one [`LayerCache`] per layer.
+#[derive(Debug, Clone)]
+pub struct DecoderCache {
+    layers: Vec<LayerCache>,
+}
+
+impl DecoderCache {
+    /// An empty cache for `decoder`.
+    pub fn new(decoder: &Decoder) -> Self {
+        let layer = LayerCache {
+            self_attn: KvCache::growing(),
+            cross_attn: KvCache::fixed(),
+        };
+        Self {
+            layers: vec![layer; decoder.layers.len()],
+        }
+    }
+
+    /// Target positions decoded so far.
+    pub fn len(&self) -> usize {
+        self.layers.first().map_or(0, |layer| layer.self_attn.len())
+    }
+
+    /// Whether nothing was decoded yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps the batch rows `indices` in that order (for beam search).
+    pub fn select(&mut self, indices: Tensor<1, Int>) {
+        for layer in &mut self.layers {
+            layer.self_attn.select(indices.clone());
+            layer.cross_attn.select(indices.clone());
+        }
+    }
+}
+
+impl DecoderConfig {
+    /// Builds the stack.
+    pub fn try_init(&self, device: &Device) -> Result<Decoder, AttnError> {
+        ensure!(self.n_layers >= 1, "a decoder needs at least one layer");
+        Ok(Decoder {
+            layers: (0..self.n_layers)
+                .map(|_| self.layer.try_init_decoder(device))
+                .collect::<Result<_, _>>()?,
+            norm: self.final_norm.then(|| self.layer.layer_norm(device)),
+        })
+    }
+}
+
+/// The decoder's hidden states and, when asked for, each layer's cross-attention weights.
+#[derive(Debug, Clone)]
+pub struct DecoderOutput {
+    /// `[B, T, d_model]`.
+    pub hidden: Tensor<3>,
+    /// Per layer `[B, h, T, S]`; empty unless asked for.
+    pub cross_weights: Vec<Tensor<4>>,
+}
+
+impl Decoder {
+    /// Decodes `x [B, T, d_model]`, the positions after those in `cache`, against `memory`.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        memory: Tensor<3>,
+        memory_padding: Option<Tensor<2, Bool>>,
+        cache: &mut DecoderCache,
+        need_weights: bool,
+    ) -> Result<DecoderOutput, AttnError> {
+        ensure!(
+            cache.layers.len() == self.layers.len(),
+            "the cache has {} layers, the decoder {}",
+            cache.layers.len(),
+            self.layers.len()
+        );
+        let mut hidden = x;
+        let mut cross_weights = Vec::new();
+        for (layer, layer_cache) in self.layers.iter().zip(&mut cache.layers) {
+            let (next, weights) = layer.forward(
+                hidden,
+                memory.clone(),
+                memory_padding.clone(),
+                layer_cache,
+                need_weights,
+            )?;
+            hidden = next;
+            cross_weights.extend(weights);
+        }
+        if let Some(norm) = &self.norm {
+            hidden = norm.forward(hidden);
+        }
+        Ok(DecoderOutput {
+            hidden,
+            cross_weights,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attnzoo_backends::{Backend, DeviceSpec};
+    use burn::tensor::{Distribution, Tolerance};
+
+    fn decoder(norm_first: bool, device: &Device) -> Decoder {
+        DecoderConfig::new(
+            LayerConfig::new(8, 2, 16)
+                .with_dropout(0.0)
+                .with_norm_first(norm_first),
+            2,
+        )
+        .with_final_norm(norm_first)
+        .try_init(device)
+        .unwrap()
+    }
+
+    #[test]
+    fn step_by_step_decoding_equals_the_whole_sequence() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        for norm_first in [false, true] {
+            let decoder = decoder(norm_first, &device);
+            let x = Tensor::<3>::random([2, 5, 8], Distribution::Default, &device);
+            let memory = Tensor::<3>::random([2, 4, 8], Distribution::Default, &device);
+            let padding =
+                Tensor::<2, Bool>::from_data([[false; 4], [false, false, true, true]], &device);
+            let whole = decoder
+                .forward(
+                    x.clone(),
+                    memory.clone(),
+                    Some(padding.clone()),
+                    &mut DecoderCache::new(&decoder),
+                    false,
+                )
+                .unwrap()
+                .hidden;
+            let mut cache = DecoderCache::new(&decoder);
+            let steps: Vec<Tensor<3>> = (0..5)
+                .map(|t| {
+                    decoder
+                        .forward(
+                            x.clone().narrow(1, t, 1),
+                            memory.clone(),
+                            Some(padding.clone()),
+                            &mut cache,
+                            false,
+                        )
+                        .unwrap()
+                        .hidden
+                })
+                .collect();
+            assert_eq!(cache.len(), 5);
+            Tensor::cat(steps, 1)
+                .into_data()
+                .assert_approx_eq::<f32>(&whole.into_data(), Tolerance::absolute(1e-5));
+        }
+    }
+
+    #[test]
+    fn a_later_position_never_changes_an_earlier_one_and_padded_memory_is_ignored() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let decoder = decoder(false, &device);
+        let x = Tensor::<3>::random([1, 4, 8], Distribution::Default, &device);
+        let memory = Tensor::<3>::random([1, 3, 8], Distribution::Default, &device);
+        let padding = Tensor::<2, Bool>::from_data([[false, false, true]], &device);
+        let run = |x: Tensor<3>, memory: Tensor<3>| {
+            let output = decoder
+                .forward(
+                    x,
+                    memory,
+                    Some(padding.clone()),
+                    &mut DecoderCache::new(&decoder),
+                    true,
+                )
+                .unwrap();
+            (output.hidden, output.cross_weights)
+        };
+        let (reference, weights) = run(x.clone(), memory.clone());
+        assert_eq!(weights.len(), 2);
+        assert_eq!(weights[0].dims(), [1, 2, 4, 3]);
+        let padded_weight: f32 = weights[0].clone().narrow(3, 2, 1).abs().sum().into_scalar();
+        assert_eq!(padded_weight, 0.0);
+        let changed_future =
+            Tensor::cat(vec![x.clone().narrow(1, 0, 3), x.narrow(1, 3, 1) * 5.0], 1);
+        let changed_padding = Tensor::cat(
+            vec![memory.clone().narrow(1, 0, 2), memory.narrow(1, 2, 1) - 3.0],
+            1,
+        );
+        let (future, _) = run(changed_future, changed_padding);
+        future.narrow(1, 0, 3).into_data().assert_approx_eq::<f32>(
+            &reference.narrow(1, 0, 3).into_data(),
+            Tolerance::absolute(1e-6),
+        );
+    }
+
+    #[test]
+    fn selecting_rows_of_the_cache_follows_the_hypotheses() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let decoder = decoder(true, &device);
+        let x = Tensor::<3>::random([2, 3, 8], Distribution::Default, &device);
+        let memory = Tensor::<3>::random([2, 4, 8], Distribution::Default, &device);
+        let mut cache = DecoderCache::new(&decoder);
+        decoder
+            .forward(
+                x.clone().narrow(1, 0, 2),
+                memory.clone(),
+                None,
+                &mut cache,
+                false,
+            )
+            .unwrap();
+        let swap = Tensor::<1, Int>::from_data([1, 0], &device);
+        cache.select(swap.clone());
+        let step = decoder
+            .forward(
+                x.clone().narrow(1, 2, 1).select(0, swap.clone()),
+                memory.clone().select(0, swap.clone()),
+                None,
+                &mut cache,
+                false,
+            )
+            .unwrap()
+            .hidden;
+        let whole = decoder
+            .forward(x, memory, None, &mut DecoderCache::new(&decoder), false)
+            .unwrap()
+            .hidden;
+        step.into_data().assert_approx_eq::<f32>(
+            &whole.narrow(1, 2, 1).select(0, swap).into_data(),
+            Tolerance::absolute(1e-5),
+        );
+    }
+}

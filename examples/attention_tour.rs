@@ -63,7 +63,7 @@ fn run(args: &Args) -> Result<(), String> {
         if score == AlignmentScore::Additive {
             write_heatmap(
                 args,
-                "bahdanau.svg",
+                "bahdanau",
                 "Bahdanau attention (untrained)",
                 out.weights.narrow(0, 0, 1),
             )?;
@@ -174,7 +174,7 @@ fn run(args: &Args) -> Result<(), String> {
             let head0: Tensor<3> = weights.narrow(1, 0, 1).squeeze_dim(1);
             write_heatmap(
                 args,
-                "multi_head_head0.svg",
+                "multi_head_head0",
                 "multi-head attention, head 0 (untrained)",
                 head0,
             )?;
@@ -212,13 +212,11 @@ fn write_heatmap(args: &Args, file: &str, title: &str, weights: Tensor<3>) -> Re
         .try_into_vec::<f32>()
         .map_err(|e| format!("{e:?}"))?;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let path = args.out.join(file);
     Heatmap {
         title,
         row_labels: &words,
         col_labels: &words,
         weights: &values,
     }
-    .write(&path)
-    .map_err(|e| format!("{}: {e}", path.display()))
+    .write(&args.out.join(file))
 }

@@ -1,11 +1,17 @@
-//! Attention heatmaps as SVG: rows are queries (targets), columns keys (sources), darker is more
-//! weight, with token labels on both axes.
+//! Attention heatmaps as PNG and SVG (plotters): rows are queries (target tokens), columns keys
+//! (source tokens), darker is more weight, token labels on both axes.
+//!
+//! Text needs a TrueType font: DejaVu Sans (Debian's `fonts-dejavu-core`) or the file named by
+//! `ATTNZOO_FONT`.
 
-use std::fmt::Write as _;
-use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-/// Weights `[rows][cols]` with labels, drawn as an SVG heatmap.
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Weights `[rows][cols]` with labels.
 pub struct Heatmap<'a> {
     /// Title above the map.
     pub title: &'a str,
@@ -17,76 +23,94 @@ pub struct Heatmap<'a> {
     pub weights: &'a [f32],
 }
 
-const CELL: usize = 28;
-const MARGIN: usize = 110;
+const CELL: i32 = 28;
+const MARGIN: i32 = 120;
+const FONT_PATHS: [&str; 3] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+];
+
+/// Registers DejaVu Sans (or `$ATTNZOO_FONT`) as plotters' sans-serif, once.
+fn ensure_font() -> Result<(), String> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let candidates: Vec<PathBuf> = std::env::var_os("ATTNZOO_FONT")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(FONT_PATHS.iter().map(PathBuf::from))
+            .collect();
+        let path = candidates.iter().find(|path| path.is_file()).ok_or_else(|| {
+            format!(
+                "heatmaps need a TrueType font: install fonts-dejavu-core or set ATTNZOO_FONT (looked in {})",
+                FONT_PATHS.join(", ")
+            )
+        })?;
+        let bytes = std::fs::read(path).map_err(|error| format!("{}: {error}", path.display()))?;
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{} is not a usable TrueType font", path.display()))
+    })
+    .clone()
+}
 
 impl Heatmap<'_> {
-    /// The SVG document.
-    pub fn to_svg(&self) -> String {
-        let (rows, cols) = (self.row_labels.len(), self.col_labels.len());
-        assert_eq!(
-            self.weights.len(),
-            rows * cols,
-            "heatmap weights are not rows × cols"
-        );
-        let (width, height) = (MARGIN + cols * CELL + 20, MARGIN + rows * CELL + 20);
-        let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="18" font-size="14">{}</text>"#,
-            MARGIN,
-            escape(self.title)
-        );
+    fn size(&self) -> (u32, u32) {
+        let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);
+        ((MARGIN + cols * CELL + 20) as u32, (MARGIN + rows * CELL + 20) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let failed = |error: DrawingAreaErrorKind<DB::ErrorType>| error.to_string();
+        let cols = self.col_labels.len();
+        if self.weights.len() != self.row_labels.len() * cols {
+            return Err(format!(
+                "heatmap has {} weights for {} × {cols} cells",
+                self.weights.len(),
+                self.row_labels.len()
+            ));
+        }
+        root.fill(&WHITE).map_err(failed)?;
+        let font = ("sans-serif", 13).into_font();
+        root.draw(&Text::new(self.title.to_string(), (MARGIN, 8), ("sans-serif", 15).into_font()))
+            .map_err(failed)?;
+        let right = TextStyle::from(font.clone()).pos(Pos::new(HPos::Right, VPos::Center));
         for (row, label) in self.row_labels.iter().enumerate() {
-            let y = MARGIN + row * CELL;
-            let _ = writeln!(
-                svg,
-                r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
-                MARGIN - 6,
-                y + CELL / 2 + 4,
-                escape(label)
-            );
+            let y = MARGIN + row as i32 * CELL;
+            root.draw(&Text::new(label.clone(), (MARGIN - 6, y + CELL / 2), right.clone()))
+                .map_err(failed)?;
             for col in 0..cols {
                 let weight = self.weights[row * cols + col].clamp(0.0, 1.0);
                 let shade = (255.0 * (1.0 - weight)).round() as u8;
-                let _ = writeln!(
-                    svg,
-                    r#"<rect x="{}" y="{y}" width="{CELL}" height="{CELL}" fill="rgb({shade},{shade},255)"><title>{weight:.3}</title></rect>"#,
-                    MARGIN + col * CELL
-                );
+                let x = MARGIN + col as i32 * CELL;
+                root.draw(&Rectangle::new([(x, y), (x + CELL, y + CELL)], RGBColor(shade, shade, 255).filled()))
+                    .map_err(failed)?;
             }
         }
+        let vertical = TextStyle::from(font.transform(FontTransform::Rotate270)).pos(Pos::new(HPos::Left, VPos::Center));
         for (col, label) in self.col_labels.iter().enumerate() {
-            let x = MARGIN + col * CELL + CELL / 2;
-            let _ = writeln!(
-                svg,
-                r#"<text transform="translate({x},{}) rotate(-60)">{}</text>"#,
-                MARGIN - 6,
-                escape(label)
-            );
+            let x = MARGIN + col as i32 * CELL + CELL / 2;
+            root.draw(&Text::new(label.clone(), (x, MARGIN - 6), vertical.clone()))
+                .map_err(failed)?;
         }
-        svg.push_str("</svg>\n");
-        svg
+        root.present().map_err(failed)
     }
 
-    /// Writes the SVG to `path` atomically (a temporary file, then a rename).
-    pub fn write(&self, path: &Path) -> io::Result<()> {
-        let temporary = path.with_extension("svg.tmp");
-        std::fs::write(&temporary, self.to_svg())?;
-        std::fs::rename(temporary, path)
+    /// Writes `stem.png` and `stem.svg`, each through a temporary file and a rename.
+    pub fn write(&self, stem: &Path) -> Result<(), String> {
+        ensure_font()?;
+        for extension in ["png", "svg"] {
+            let path = stem.with_extension(extension);
+            let temporary = stem.with_extension(format!("partial.{extension}"));
+            if extension == "png" {
+                self.draw(&BitMapBackend::new(&temporary, self.size()).into_drawing_area())?;
+            } else {
+                self.draw(&SVGBackend::new(&temporary, self.size()).into_drawing_area())?;
+            }
+            std::fs::rename(&temporary, &path).map_err(|error| format!("{}: {error}", path.display()))?;
+        }
+        Ok(())
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -94,22 +118,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn draws_one_cell_per_weight_and_escapes_labels() {
+    fn writes_a_png_and_an_svg_with_one_cell_per_weight_and_the_labels() {
         let rows = vec!["a<b".to_string(), "c".to_string()];
         let cols = vec!["x".to_string(), "y".to_string(), "z".to_string()];
         let weights = [1.0, 0.0, 0.0, 0.2, 0.3, 0.5];
-        let svg = Heatmap {
-            title: "t",
-            row_labels: &rows,
-            col_labels: &cols,
-            weights: &weights,
-        }
-        .to_svg();
-        assert_eq!(svg.matches("<rect x=").count(), 6);
-        assert!(
-            svg.contains("a&lt;b")
-                && svg.contains("rgb(0,0,255)")
-                && svg.contains("rgb(255,255,255)")
-        );
+        let dir = std::env::temp_dir().join(format!("attnzoo-heatmap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let map = Heatmap { title: "t", row_labels: &rows, col_labels: &cols, weights: &weights };
+        map.write(&dir.join("map")).unwrap();
+        let svg = std::fs::read_to_string(dir.join("map.svg")).unwrap();
+        let png = std::fs::read(dir.join("map.png")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(svg.matches("<rect").count(), 1 + 6, "background and six cells");
+        assert!(svg.contains("a&lt;b") && svg.contains("#0000FF") && svg.contains("#FFFFFF"), "{svg}");
+        assert_eq!(&png[1..4], b"PNG");
+        let short = Heatmap { weights: &weights[..5], ..map };
+        assert!(short.write(Path::new("/tmp/never")).unwrap_err().contains("5 weights"));
     }
 }

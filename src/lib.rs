@@ -5,5 +5,6 @@ pub mod commands;
 mod error;
 pub mod heatmap;
 pub mod sentence_embedding;
+pub mod translation;
 
 pub use error::CliError;

@@ -27,8 +27,9 @@ pub enum Seq2SeqConfig {
     Transformer(TransformerSeq2SeqConfig),
 }
 
-/// Either model.
+/// Either model. (One exists per program; boxing the larger variant would buy nothing.)
 #[derive(Module, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Seq2Seq {
     /// The RNN encoder-decoder.
     Rnn(RnnSeq2Seq),
@@ -38,6 +39,7 @@ pub enum Seq2Seq {
 
 /// The decoder's state between steps.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum DecodeState {
     /// Of the RNN.
     Rnn(RnnState),
@@ -148,9 +150,9 @@ impl Seq2Seq {
             _ => {
                 let mut logits = Vec::with_capacity(len);
                 let mut tokens = target_in.clone().narrow(1, 0, 1).reshape([batch]);
-                for t in 0..len {
+                for (t, &gold) in use_gold.iter().enumerate().take(len) {
                     if t > 0 {
-                        tokens = if use_gold[t] {
+                        tokens = if gold {
                             target_in.clone().narrow(1, t, 1).reshape([batch])
                         } else {
                             let previous: &Tensor<2> = logits.last().expect("t > 0");

@@ -1,0 +1,228 @@
+//! Training: teacher forcing (a configurable ratio for the RNN), cross-entropy with label
+//! smoothing that ignores padding, Adam with linear warmup then inverse-square-root decay,
+//! gradient-norm clipping, length-bucketed batches, validation loss and greedy BLEU each epoch,
+//! a progress line, an atomic checkpoint each epoch, a time budget, a fixed seed.
+//!
+//! Resuming restores the weights, the step (so the learning-rate schedule continues), the epoch
+//! and the data order; Adam's moment estimates restart from zero.
+
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use attnzoo_models::seq2seq::Seq2Seq;
+use burn::config::Config;
+use burn::grad_clipping::GradientClippingConfig;
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::Device;
+
+use super::batch::{batch, bucketed, Example, SplitMix};
+use super::checkpoint::{Checkpoint, EpochRecord, TrainState};
+use super::corpus::Pair;
+use super::decode::greedy;
+use super::metrics::corpus_bleu;
+use super::vocab::PAD_ID;
+use crate::CliError;
+
+/// How a model is trained.
+#[derive(Config, Debug)]
+pub struct TrainConfig {
+    /// Passes over the training split.
+    #[config(default = 30)]
+    pub epochs: usize,
+    /// Sentence pairs per batch.
+    #[config(default = 64)]
+    pub batch_size: usize,
+    /// Peak learning rate.
+    #[config(default = 1e-3)]
+    pub learning_rate: f64,
+    /// Steps of linear warmup; the rate then decays as `1/√step`.
+    #[config(default = 400)]
+    pub warmup_steps: usize,
+    /// Label smoothing ε.
+    #[config(default = 0.1)]
+    pub label_smoothing: f32,
+    /// Probability of feeding the gold previous token to the RNN decoder (1 = always).
+    #[config(default = 1.0)]
+    pub teacher_forcing: f64,
+    /// Gradient L2-norm limit.
+    #[config(default = 1.0)]
+    pub clip_norm: f32,
+    /// Longest source or target kept, in tokens.
+    #[config(default = 50)]
+    pub max_len: usize,
+    /// Seed of the weights, the data order and teacher forcing.
+    #[config(default = 42)]
+    pub seed: u64,
+    /// A word enters the vocabulary when seen this often in the training split.
+    #[config(default = 2)]
+    pub min_count: usize,
+    /// Largest vocabulary, specials included.
+    #[config(default = 12000)]
+    pub max_vocab: usize,
+}
+
+/// The training and validation data.
+pub struct Data {
+    /// Training examples.
+    pub train: Vec<Example>,
+    /// Validation examples (loss).
+    pub valid: Vec<Example>,
+    /// Validation pairs (BLEU).
+    pub valid_pairs: Vec<Pair>,
+}
+
+impl TrainConfig {
+    /// The learning rate at optimizer step `step` (1-based).
+    pub fn learning_rate_at(&self, step: usize) -> f64 {
+        let (step, warmup) = (step.max(1) as f64, self.warmup_steps.max(1) as f64);
+        self.learning_rate * (step / warmup).min((warmup / step).sqrt())
+    }
+}
+
+/// A one-line progress bar on stderr (redrawn in place on a terminal, every 10 % otherwise).
+struct Progress {
+    total: usize,
+    terminal: bool,
+    last_tenth: usize,
+}
+
+impl Progress {
+    fn new(total: usize) -> Self {
+        Self { total: total.max(1), terminal: std::io::stderr().is_terminal(), last_tenth: 0 }
+    }
+
+    fn show(&mut self, done: usize, message: &str) {
+        let fraction = done as f64 / self.total as f64;
+        let filled = (fraction * 30.0) as usize;
+        let bar = format!("[{}{}] {:3.0}% {message}", "#".repeat(filled), "-".repeat(30 - filled), 100.0 * fraction);
+        let tenth = (fraction * 10.0) as usize;
+        let mut stderr = std::io::stderr().lock();
+        if self.terminal {
+            let _ = write!(stderr, "\r{bar}\x1b[K");
+        } else if tenth > self.last_tenth || done == self.total {
+            let _ = writeln!(stderr, "{bar}");
+        }
+        self.last_tenth = tenth;
+    }
+
+    fn finish(&self) {
+        if self.terminal {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
+
+/// Mean loss per target token over `examples`, without autodiff.
+pub fn mean_loss(model: &Seq2Seq, examples: &[Example], batch_size: usize, label_smoothing: f32, device: &Device) -> Result<f64, CliError> {
+    let loss_fn = CrossEntropyLossConfig::new()
+        .with_pad_tokens(Some(vec![PAD_ID]))
+        .with_smoothing((label_smoothing > 0.0).then_some(label_smoothing))
+        .init(device);
+    let (mut total, mut tokens) = (0.0, 0usize);
+    let indices: Vec<usize> = (0..examples.len()).collect();
+    for chunk in indices.chunks(batch_size.max(1)) {
+        let batch = batch(examples, chunk, device);
+        let [rows, len] = batch.target_in.dims();
+        let logits = model.teacher_forced(batch.source, batch.source_padding, batch.target_in, &vec![true; len])?;
+        let vocab = logits.dims()[2];
+        let loss = loss_fn.forward(logits.reshape([rows * len, vocab]), batch.target_out.reshape([rows * len]));
+        total += loss.into_scalar::<f32>() as f64 * batch.target_tokens as f64;
+        tokens += batch.target_tokens;
+    }
+    Ok(total / tokens.max(1) as f64)
+}
+
+/// Trains `model` (initialised on `device.autodiff()`) until the configured epochs are done or `max_minutes`
+/// of training time (this run's and earlier runs') have passed; checkpoints after every epoch.
+pub fn train(
+    checkpoint: &mut Checkpoint,
+    mut model: Seq2Seq,
+    data: &Data,
+    device: &Device,
+    max_minutes: Option<f64>,
+) -> Result<Seq2Seq, CliError> {
+    let config = checkpoint.train.clone();
+    let mut state = checkpoint.state.clone();
+    let train_device = device.clone().autodiff();
+    train_device.seed(config.seed.wrapping_add(state.step as u64));
+    let mut optimizer = AdamConfig::new()
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(config.clip_norm)))
+        .init();
+    let loss_fn = CrossEntropyLossConfig::new()
+        .with_pad_tokens(Some(vec![PAD_ID]))
+        .with_smoothing((config.label_smoothing > 0.0).then_some(config.label_smoothing))
+        .init(&train_device);
+    let budget = max_minutes.map(|minutes| minutes * 60.0);
+    let started = Instant::now();
+    let elapsed = |state: &TrainState| state.seconds + started.elapsed().as_secs_f64();
+    let seconds_before = state.seconds;
+    while state.epoch < config.epochs {
+        let epoch = state.epoch + 1;
+        let mut rng = SplitMix(config.seed ^ (epoch as u64).wrapping_mul(0x9e37_79b9));
+        let batches = bucketed(&data.train, config.batch_size, &mut rng);
+        let mut progress = Progress::new(batches.len());
+        let (mut loss_sum, mut token_sum) = (0.0, 0usize);
+        let epoch_started = Instant::now();
+        for (done, indices) in batches.iter().enumerate() {
+            if budget.is_some_and(|budget| seconds_before + started.elapsed().as_secs_f64() >= budget) {
+                progress.finish();
+                eprintln!("time budget of {:.1} min reached during epoch {epoch}: keeping the checkpoint of epoch {}", max_minutes.unwrap_or(0.0), state.epoch);
+                return Ok(model);
+            }
+            let batch = batch(&data.train, indices, &train_device);
+            let [rows, len] = batch.target_in.dims();
+            let use_gold: Vec<bool> = (0..len).map(|_| rng.next_f64() < config.teacher_forcing).collect();
+            let logits = model.teacher_forced(batch.source, batch.source_padding, batch.target_in, &use_gold)?;
+            let vocab = logits.dims()[2];
+            let loss = loss_fn.forward(logits.reshape([rows * len, vocab]), batch.target_out.reshape([rows * len]));
+            let loss_value = loss.clone().into_scalar::<f32>() as f64;
+            if !loss_value.is_finite() {
+                return Err(CliError::Input(format!(
+                    "the loss became {loss_value} at step {}: lower --learning-rate; the checkpoint of epoch {} is kept",
+                    state.step + 1,
+                    state.epoch
+                )));
+            }
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            state.step += 1;
+            model = optimizer.step(config.learning_rate_at(state.step), model, grads);
+            loss_sum += loss_value * batch.target_tokens as f64;
+            token_sum += batch.target_tokens;
+            let rate = token_sum as f64 / epoch_started.elapsed().as_secs_f64().max(1e-9);
+            progress.show(
+                done + 1,
+                &format!("epoch {epoch}/{} loss {:.3} lr {:.2e} {rate:.0} tok/s", config.epochs, loss_sum / token_sum as f64, config.learning_rate_at(state.step)),
+            );
+        }
+        progress.finish();
+        let valid_model = model.valid();
+        let valid_loss = mean_loss(&valid_model, &data.valid, config.batch_size, config.label_smoothing, device)?;
+        let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();
+        let hypotheses: Vec<String> = greedy(&valid_model, &sources, config.max_len, device)?
+            .iter()
+            .map(|ids| checkpoint.vocab.target.decode(ids))
+            .collect();
+        let references: Vec<String> = data.valid_pairs.iter().map(|p| p.english.clone()).collect();
+        let bleu = corpus_bleu(&hypotheses, &references)?;
+        state.epoch = epoch;
+        state.seconds = elapsed(&TrainState { seconds: seconds_before, ..TrainState::default() });
+        state.history.push(EpochRecord {
+            epoch,
+            train_loss: loss_sum / token_sum.max(1) as f64,
+            valid_loss,
+            valid_bleu: bleu.score,
+            seconds: state.seconds,
+        });
+        eprintln!(
+            "epoch {epoch}: train loss {:.3}, valid loss {valid_loss:.3}, valid BLEU {:.2} ({:.0} s)",
+            loss_sum / token_sum.max(1) as f64,
+            bleu.score,
+            state.seconds
+        );
+        checkpoint.save(&model, state.clone())?;
+    }
+    Ok(model)
+}
+

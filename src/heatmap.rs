@@ -57,7 +57,10 @@ fn ensure_font() -> Result<(), String> {
 impl Heatmap<'_> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);
-        ((MARGIN + cols * CELL + 20) as u32, (MARGIN + rows * CELL + 20) as u32)
+        (
+            (MARGIN + cols * CELL + 20) as u32,
+            (MARGIN + rows * CELL + 20) as u32,
+        )
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
@@ -72,22 +75,34 @@ impl Heatmap<'_> {
         }
         root.fill(&WHITE).map_err(failed)?;
         let font = ("sans-serif", 13).into_font();
-        root.draw(&Text::new(self.title.to_string(), (MARGIN, 8), ("sans-serif", 15).into_font()))
-            .map_err(failed)?;
+        root.draw(&Text::new(
+            self.title.to_string(),
+            (MARGIN, 8),
+            ("sans-serif", 15).into_font(),
+        ))
+        .map_err(failed)?;
         let right = TextStyle::from(font.clone()).pos(Pos::new(HPos::Right, VPos::Center));
         for (row, label) in self.row_labels.iter().enumerate() {
             let y = MARGIN + row as i32 * CELL;
-            root.draw(&Text::new(label.clone(), (MARGIN - 6, y + CELL / 2), right.clone()))
-                .map_err(failed)?;
+            root.draw(&Text::new(
+                label.clone(),
+                (MARGIN - 6, y + CELL / 2),
+                right.clone(),
+            ))
+            .map_err(failed)?;
             for col in 0..cols {
                 let weight = self.weights[row * cols + col].clamp(0.0, 1.0);
                 let shade = (255.0 * (1.0 - weight)).round() as u8;
                 let x = MARGIN + col as i32 * CELL;
-                root.draw(&Rectangle::new([(x, y), (x + CELL, y + CELL)], RGBColor(shade, shade, 255).filled()))
-                    .map_err(failed)?;
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + CELL, y + CELL)],
+                    RGBColor(shade, shade, 255).filled(),
+                ))
+                .map_err(failed)?;
             }
         }
-        let vertical = TextStyle::from(font.transform(FontTransform::Rotate270)).pos(Pos::new(HPos::Left, VPos::Center));
+        let vertical = TextStyle::from(font.transform(FontTransform::Rotate270))
+            .pos(Pos::new(HPos::Left, VPos::Center));
         for (col, label) in self.col_labels.iter().enumerate() {
             let x = MARGIN + col as i32 * CELL + CELL / 2;
             root.draw(&Text::new(label.clone(), (x, MARGIN - 6), vertical.clone()))
@@ -107,7 +122,8 @@ impl Heatmap<'_> {
             } else {
                 self.draw(&SVGBackend::new(&temporary, self.size()).into_drawing_area())?;
             }
-            std::fs::rename(&temporary, &path).map_err(|error| format!("{}: {error}", path.display()))?;
+            std::fs::rename(&temporary, &path)
+                .map_err(|error| format!("{}: {error}", path.display()))?;
         }
         Ok(())
     }
@@ -124,15 +140,33 @@ mod tests {
         let weights = [1.0, 0.0, 0.0, 0.2, 0.3, 0.5];
         let dir = std::env::temp_dir().join(format!("attnzoo-heatmap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let map = Heatmap { title: "t", row_labels: &rows, col_labels: &cols, weights: &weights };
+        let map = Heatmap {
+            title: "t",
+            row_labels: &rows,
+            col_labels: &cols,
+            weights: &weights,
+        };
         map.write(&dir.join("map")).unwrap();
         let svg = std::fs::read_to_string(dir.join("map.svg")).unwrap();
         let png = std::fs::read(dir.join("map.png")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(svg.matches("<rect").count(), 1 + 6, "background and six cells");
-        assert!(svg.contains("a&lt;b") && svg.contains("#0000FF") && svg.contains("#FFFFFF"), "{svg}");
+        assert_eq!(
+            svg.matches("<rect").count(),
+            1 + 6,
+            "background and six cells"
+        );
+        assert!(
+            svg.contains("a&lt;b") && svg.contains("#0000FF") && svg.contains("#FFFFFF"),
+            "{svg}"
+        );
         assert_eq!(&png[1..4], b"PNG");
-        let short = Heatmap { weights: &weights[..5], ..map };
-        assert!(short.write(Path::new("/tmp/never")).unwrap_err().contains("5 weights"));
+        let short = Heatmap {
+            weights: &weights[..5],
+            ..map
+        };
+        assert!(short
+            .write(Path::new("/tmp/never"))
+            .unwrap_err()
+            .contains("5 weights"));
     }
 }

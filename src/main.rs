@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use attnzoo::commands::{self, DecodeArgs, ModelKind, TrainArgs};
-use attnzoo::translation::corpus::Split;
 use attnzoo::sentence_embedding::default_model_dir;
+use attnzoo::translation::corpus::Split;
 use attnzoo_backends::DeviceArgs;
 
 #[derive(Parser)]

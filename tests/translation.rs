@@ -15,7 +15,12 @@ const SUBJECTS: [(&str, &str); 5] = [
     ("Die Frau", "The woman"),
     ("Das Kind", "The child"),
 ];
-const VERBS: [(&str, &str); 4] = [("schläft", "sleeps"), ("läuft", "runs"), ("isst", "eats"), ("singt", "sings")];
+const VERBS: [(&str, &str); 4] = [
+    ("schläft", "sleeps"),
+    ("läuft", "runs"),
+    ("isst", "eats"),
+    ("singt", "sings"),
+];
 const ADVERBS: [(&str, &str); 3] = [("heute", "today"), ("hier", "here"), ("oft", "often")];
 
 /// 60 invented pairs: every fifth goes to test, every seventh of the rest to valid.
@@ -27,7 +32,13 @@ fn write_corpus(dir: &Path) {
         for (de_v, en_v) in VERBS {
             for (de_a, en_a) in ADVERBS {
                 let line = format!("{de_s} {de_v} {de_a}.\t{en_s} {en_v} {en_a}.\n");
-                let split = if n % 5 == 0 { 2 } else if n % 7 == 0 { 1 } else { 0 };
+                let split = if n % 5 == 0 {
+                    2
+                } else if n % 7 == 0 {
+                    1
+                } else {
+                    0
+                };
                 splits[split].push_str(&line);
                 n += 1;
             }
@@ -46,7 +57,12 @@ fn attnzoo(args: &[&str], stdin: &str) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     (
         output.status.code().unwrap_or(-1),
@@ -66,16 +82,34 @@ fn train(dir: &Path, model: &str, epochs: &str, extra: &[&str]) -> (i32, String,
     let corpus = dir.join("corpus");
     let out = dir.join(model);
     let mut args = vec![
-        "train", "--out", out.to_str().unwrap(), "--corpus", corpus.to_str().unwrap(), "--model", model,
-        "--hidden", "32", "--epochs", epochs, "--batch-size", "8", "--learning-rate", "0.01", "--warmup-steps", "5",
-        "--backend", "ndarray",
+        "train",
+        "--out",
+        out.to_str().unwrap(),
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--model",
+        model,
+        "--hidden",
+        "32",
+        "--epochs",
+        epochs,
+        "--batch-size",
+        "8",
+        "--learning-rate",
+        "0.01",
+        "--warmup-steps",
+        "5",
+        "--backend",
+        "ndarray",
     ];
     args.extend_from_slice(extra);
     attnzoo(&args, "")
 }
 
 fn history(checkpoint: &Path) -> Vec<serde_json::Value> {
-    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(checkpoint.join("state.json")).unwrap()).unwrap();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(checkpoint.join("state.json")).unwrap())
+            .unwrap();
     state["history"].as_array().unwrap().clone()
 }
 
@@ -97,10 +131,24 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
         let epochs = history(&checkpoint);
         assert_eq!(epochs.len(), 4);
         let loss = |e: &serde_json::Value| e["train_loss"].as_f64().unwrap();
-        assert!(loss(&epochs[3]) < loss(&epochs[0]), "training lowers the loss: {epochs:?}");
-        assert_eq!(std::fs::read_dir(&checkpoint).unwrap().filter(|e| {
-            e.as_ref().unwrap().file_name().to_string_lossy().starts_with("weights-")
-        }).count(), 1, "only the current weights are kept");
+        assert!(
+            loss(&epochs[3]) < loss(&epochs[0]),
+            "training lowers the loss: {epochs:?}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&checkpoint)
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with("weights-")
+                })
+                .count(),
+            1,
+            "only the current weights are kept"
+        );
 
         let input = "Der Hund schläft heute.\n\nDas Kind singt oft.\nDer Zauberer tanzt.\n";
         let mut outputs = Vec::new();
@@ -108,34 +156,74 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
             let backend = test.backend.name();
             for beam in ["1", "3"] {
                 let (code, stdout, stderr) = attnzoo(
-                    &["translate", "--checkpoint", checkpoint.to_str().unwrap(), "--beam", beam, "--backend", backend],
+                    &[
+                        "translate",
+                        "--checkpoint",
+                        checkpoint.to_str().unwrap(),
+                        "--beam",
+                        beam,
+                        "--backend",
+                        backend,
+                    ],
                     input,
                 );
                 assert_eq!(code, 0, "{backend}: {stderr}");
                 let lines: Vec<&str> = stdout.lines().collect();
-                assert_eq!(lines.len(), 4, "{backend}: one line per input line: {stdout:?}");
+                assert_eq!(
+                    lines.len(),
+                    4,
+                    "{backend}: one line per input line: {stdout:?}"
+                );
                 assert_eq!(lines[1], "", "an empty line stays empty");
                 outputs.push((backend, beam, stdout));
             }
         }
         for (backend, beam, stdout) in &outputs {
             let same_beam = outputs.iter().find(|o| o.1 == *beam).unwrap();
-            assert_eq!(stdout, &same_beam.2, "{model}: {backend} beam {beam} decodes like {}", same_beam.0);
+            assert_eq!(
+                stdout, &same_beam.2,
+                "{model}: {backend} beam {beam} decodes like {}",
+                same_beam.0
+            );
         }
         let (code, stdout, stderr) = attnzoo(
-            &["eval", "--checkpoint", checkpoint.to_str().unwrap(), "--corpus", dir.join("corpus").to_str().unwrap(), "--backend", "ndarray"],
+            &[
+                "eval",
+                "--checkpoint",
+                checkpoint.to_str().unwrap(),
+                "--corpus",
+                dir.join("corpus").to_str().unwrap(),
+                "--backend",
+                "ndarray",
+            ],
             "",
         );
         assert_eq!(code, 0, "{stderr}");
-        assert!(stdout.starts_with("BLEU = ") && stdout.contains("chrF2 = "), "{stdout}");
+        assert!(
+            stdout.starts_with("BLEU = ") && stdout.contains("chrF2 = "),
+            "{stdout}"
+        );
         let (code, stdout, stderr) = attnzoo(
-            &["attend", "--checkpoint", checkpoint.to_str().unwrap(), "--out", dir.join(format!("maps-{model}")).to_str().unwrap(), "Die Katze läuft hier."],
+            &[
+                "attend",
+                "--checkpoint",
+                checkpoint.to_str().unwrap(),
+                "--out",
+                dir.join(format!("maps-{model}")).to_str().unwrap(),
+                "Die Katze läuft hier.",
+            ],
             "",
         );
         assert_eq!(code, 0, "{stderr}");
         let maps: Vec<&str> = stdout.lines().collect();
-        assert_eq!(maps.len(), if model == "rnn" { 1 } else { 3 * 4 }, "{stdout}");
-        assert!(maps.iter().all(|png| Path::new(png).is_file() && Path::new(png).with_extension("svg").is_file()));
+        assert_eq!(
+            maps.len(),
+            if model == "rnn" { 1 } else { 3 * 4 },
+            "{stdout}"
+        );
+        assert!(maps
+            .iter()
+            .all(|png| Path::new(png).is_file() && Path::new(png).with_extension("svg").is_file()));
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -147,7 +235,12 @@ fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
     let (code, _, stderr) = train(&dir, "rnn", "1", &[]);
     assert_eq!(code, 0, "{stderr}");
     let checkpoint = dir.join("rnn");
-    let run = |checkpoint: &Path| attnzoo(&["translate", "--checkpoint", checkpoint.to_str().unwrap()], "Der Hund schläft.\n");
+    let run = |checkpoint: &Path| {
+        attnzoo(
+            &["translate", "--checkpoint", checkpoint.to_str().unwrap()],
+            "Der Hund schläft.\n",
+        )
+    };
     let one_line = |(code, stdout, stderr): (i32, String, String), needle: &str| {
         assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -162,17 +255,33 @@ fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
         std::fs::copy(file.path(), foreign.join(file.file_name())).unwrap();
     }
     let vocab = std::fs::read_to_string(foreign.join("vocab.json")).unwrap();
-    std::fs::write(foreign.join("vocab.json"), vocab.replacen("\"schläft\",", "", 1)).unwrap();
+    std::fs::write(
+        foreign.join("vocab.json"),
+        vocab.replacen("\"schläft\",", "", 1),
+    )
+    .unwrap();
     one_line(run(&foreign), "different runs");
     // Truncated weights.
-    let weights = std::fs::read_dir(&foreign).unwrap().map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "safetensors")).unwrap();
+    let weights = std::fs::read_dir(&foreign)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "safetensors"))
+        .unwrap();
     std::fs::write(foreign.join("vocab.json"), vocab).unwrap();
     let bytes = std::fs::read(&weights).unwrap();
     std::fs::write(&weights, &bytes[..bytes.len() / 2]).unwrap();
     one_line(run(&foreign), "weights");
     // No corpus.
-    let (code, _, stderr) = attnzoo(&["train", "--out", dir.join("x").to_str().unwrap(), "--corpus", dir.join("none").to_str().unwrap()], "");
+    let (code, _, stderr) = attnzoo(
+        &[
+            "train",
+            "--out",
+            dir.join("x").to_str().unwrap(),
+            "--corpus",
+            dir.join("none").to_str().unwrap(),
+        ],
+        "",
+    );
     assert_eq!(code, 2);
     assert!(stderr.contains("attnzoo data fetch"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -182,17 +291,33 @@ fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
 fn bleu_command_prints_sacrebleus_line_and_json() {
     let dir = workdir("bleu-cli");
     let reference = dir.join("ref.txt");
-    std::fs::write(&reference, "The cat sat on the mat.\nA dog barked loudly today.\n").unwrap();
-    let (code, stdout, stderr) = attnzoo(&["bleu", "--ref", reference.to_str().unwrap()], "The cat sat on the mat.\nA dog barked today.\n");
+    std::fs::write(
+        &reference,
+        "The cat sat on the mat.\nA dog barked loudly today.\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = attnzoo(
+        &["bleu", "--ref", reference.to_str().unwrap()],
+        "The cat sat on the mat.\nA dog barked today.\n",
+    );
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.starts_with("BLEU = ") && stdout.contains("hyp_len = 12 ref_len = 13"), "{stdout}");
-    let (code, stdout, _) = attnzoo(&["bleu", "--ref", reference.to_str().unwrap(), "--json"], "The cat sat on the mat.\nA dog barked today.\n");
+    assert!(
+        stdout.starts_with("BLEU = ") && stdout.contains("hyp_len = 12 ref_len = 13"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = attnzoo(
+        &["bleu", "--ref", reference.to_str().unwrap(), "--json"],
+        "The cat sat on the mat.\nA dog barked today.\n",
+    );
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     for key in ["score", "precisions", "bp", "sys_len", "ref_len"] {
         assert!(json.get(key).is_some(), "{key} in {stdout}");
     }
-    let (code, _, stderr) = attnzoo(&["bleu", "--ref", reference.to_str().unwrap()], "only one line\n");
+    let (code, _, stderr) = attnzoo(
+        &["bleu", "--ref", reference.to_str().unwrap()],
+        "only one line\n",
+    );
     assert_eq!(code, 2);
     assert!(stderr.contains("1 hypotheses but 2 references"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -11,13 +11,13 @@ use clap::{Args, ValueEnum};
 
 use crate::heatmap::Heatmap;
 use crate::sentence_embedding::home_cache;
+use crate::translation::batch::examples;
 use crate::translation::checkpoint::{Checkpoint, Vocabularies};
 use crate::translation::corpus::{self, find_corpus, read_split, Pair, Split};
 use crate::translation::decode::{attend, beam, greedy, BeamConfig};
 use crate::translation::metrics::{corpus_bleu, corpus_chrf};
 use crate::translation::train::{train, Data, TrainConfig};
 use crate::translation::vocab::{tokenize, Vocab, EOS};
-use crate::translation::batch::examples;
 use crate::CliError;
 
 /// Which translation model.
@@ -128,7 +128,9 @@ fn model_config(args: &TrainArgs, source: usize, target: usize, max_len: usize) 
                 AttentionKind::Dot => Some(AlignmentScore::Dot),
                 AttentionKind::General => Some(AlignmentScore::General),
                 AttentionKind::Concat => Some(AlignmentScore::Concat),
-                AttentionKind::Location => Some(AlignmentScore::Location { max_source_len: max_len }),
+                AttentionKind::Location => Some(AlignmentScore::Location {
+                    max_source_len: max_len,
+                }),
             };
             Seq2SeqConfig::Rnn(
                 RnnSeq2SeqConfig::new(source, target)
@@ -160,7 +162,12 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
         if let Some(epochs) = args.epochs {
             checkpoint.train.epochs = epochs;
         }
-        eprintln!("resuming {} after epoch {} ({:.0} s trained)", args.out.display(), checkpoint.state.epoch, checkpoint.state.seconds);
+        eprintln!(
+            "resuming {} after epoch {} ({:.0} s trained)",
+            args.out.display(),
+            checkpoint.state.epoch,
+            checkpoint.state.seconds
+        );
         checkpoint
     } else {
         if args.out.join("state.json").exists() || args.out.join("model.json").exists() {
@@ -183,8 +190,16 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
             config.epochs = epochs;
         }
         let vocab = Vocabularies {
-            source: Vocab::build(train_pairs.iter().map(|p| p.german.as_str()), config.min_count, config.max_vocab),
-            target: Vocab::build(train_pairs.iter().map(|p| p.english.as_str()), config.min_count, config.max_vocab),
+            source: Vocab::build(
+                train_pairs.iter().map(|p| p.german.as_str()),
+                config.min_count,
+                config.max_vocab,
+            ),
+            target: Vocab::build(
+                train_pairs.iter().map(|p| p.english.as_str()),
+                config.min_count,
+                config.max_vocab,
+            ),
         };
         eprintln!(
             "{} training pairs, vocabularies {} (German) and {} (English) tokens",
@@ -197,8 +212,18 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
     };
     let max_len = checkpoint.train.max_len;
     let data = Data {
-        train: examples(&train_pairs, &checkpoint.vocab.source, &checkpoint.vocab.target, max_len),
-        valid: examples(&valid_pairs, &checkpoint.vocab.source, &checkpoint.vocab.target, max_len),
+        train: examples(
+            &train_pairs,
+            &checkpoint.vocab.source,
+            &checkpoint.vocab.target,
+            max_len,
+        ),
+        valid: examples(
+            &valid_pairs,
+            &checkpoint.vocab.source,
+            &checkpoint.vocab.target,
+            max_len,
+        ),
         valid_pairs,
     };
     let train_device = device.clone().autodiff();
@@ -224,7 +249,11 @@ impl Translator {
         let (_, device) = device.open()?;
         let checkpoint = Checkpoint::open(dir)?;
         let model = checkpoint.load_model(&device)?;
-        Ok(Self { checkpoint, model, device })
+        Ok(Self {
+            checkpoint,
+            model,
+            device,
+        })
     }
 
     /// Source ids, truncated to the model's maximum with a warning.
@@ -232,7 +261,10 @@ impl Translator {
         let mut ids = self.checkpoint.vocab.source.encode(sentence);
         let max_len = self.checkpoint.train.max_len;
         if ids.len() > max_len {
-            eprintln!("warning: line {line} has {} tokens; translating the first {max_len}", ids.len());
+            eprintln!(
+                "warning: line {line} has {} tokens; translating the first {max_len}",
+                ids.len()
+            );
             ids.truncate(max_len);
         }
         ids
@@ -240,14 +272,25 @@ impl Translator {
 
     /// Translations of `sentences`, in order; an empty sentence stays empty.
     fn translate(&self, sentences: &[String], decode: DecodeArgs) -> Result<Vec<String>, CliError> {
-        let sources: Vec<Vec<usize>> = sentences.iter().enumerate().map(|(i, s)| self.source_ids(s, i + 1)).collect();
-        let wanted: Vec<usize> = (0..sources.len()).filter(|&i| !sources[i].is_empty()).collect();
+        let sources: Vec<Vec<usize>> = sentences
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.source_ids(s, i + 1))
+            .collect();
+        let wanted: Vec<usize> = (0..sources.len())
+            .filter(|&i| !sources[i].is_empty())
+            .collect();
         let picked: Vec<Vec<usize>> = wanted.iter().map(|&i| sources[i].clone()).collect();
         let max_len = 2 * self.checkpoint.train.max_len;
         let outputs = if decode.beam <= 1 {
             greedy(&self.model, &picked, max_len, &self.device)?
         } else {
-            let config = BeamConfig { beam: decode.beam, alpha: decode.alpha, max_len_ratio: decode.max_len_ratio, n_best: 1 };
+            let config = BeamConfig {
+                beam: decode.beam,
+                alpha: decode.alpha,
+                max_len_ratio: decode.max_len_ratio,
+                n_best: 1,
+            };
             beam(&self.model, &picked, config, max_len, &self.device)?
         };
         let mut translations = vec![String::new(); sentences.len()];
@@ -259,7 +302,11 @@ impl Translator {
 }
 
 /// `attnzoo translate`: German lines on stdin → English lines on stdout.
-pub fn translate_command(checkpoint: &Path, decode: DecodeArgs, device: &DeviceArgs) -> Result<(), CliError> {
+pub fn translate_command(
+    checkpoint: &Path,
+    decode: DecodeArgs,
+    device: &DeviceArgs,
+) -> Result<(), CliError> {
     let translator = Translator::open(checkpoint, device)?;
     let sentences = super::read_lines(std::io::stdin().lock())?;
     let mut stdout = std::io::stdout().lock();
@@ -270,7 +317,14 @@ pub fn translate_command(checkpoint: &Path, decode: DecodeArgs, device: &DeviceA
 }
 
 /// `attnzoo eval`: BLEU and chrF of a checkpoint on a split.
-pub fn eval_command(checkpoint: &Path, split: Split, limit: Option<usize>, corpus: &Option<PathBuf>, decode: DecodeArgs, device: &DeviceArgs) -> Result<(), CliError> {
+pub fn eval_command(
+    checkpoint: &Path,
+    split: Split,
+    limit: Option<usize>,
+    corpus: &Option<PathBuf>,
+    decode: DecodeArgs,
+    device: &DeviceArgs,
+) -> Result<(), CliError> {
     let translator = Translator::open(checkpoint, device)?;
     let mut pairs = read_split(&corpus_folder(corpus)?, split)?;
     if let Some(limit) = limit {
@@ -282,19 +336,25 @@ pub fn eval_command(checkpoint: &Path, split: Split, limit: Option<usize>, corpu
     Ok(())
 }
 
-fn score(translator: &Translator, pairs: &[Pair], decode: DecodeArgs) -> Result<(crate::translation::metrics::Bleu, f64), CliError> {
+fn score(
+    translator: &Translator,
+    pairs: &[Pair],
+    decode: DecodeArgs,
+) -> Result<(crate::translation::metrics::Bleu, f64), CliError> {
     let sources: Vec<String> = pairs.iter().map(|p| p.german.clone()).collect();
     let references: Vec<String> = pairs.iter().map(|p| p.english.clone()).collect();
     let hypotheses = translator.translate(&sources, decode)?;
-    Ok((corpus_bleu(&hypotheses, &references)?, corpus_chrf(&hypotheses, &references)?))
+    Ok((
+        corpus_bleu(&hypotheses, &references)?,
+        corpus_chrf(&hypotheses, &references)?,
+    ))
 }
 
 /// `attnzoo bleu`: corpus BLEU of stdin against `reference`, as sacreBLEU prints it or as JSON.
 pub fn bleu_command(reference: &Path, json: bool) -> Result<(), CliError> {
-    let references = super::read_lines(
-        std::fs::File::open(reference)
-            .map_err(|error| CliError::Input(format!("cannot read {}: {error}", reference.display())))?,
-    )?;
+    let references = super::read_lines(std::fs::File::open(reference).map_err(|error| {
+        CliError::Input(format!("cannot read {}: {error}", reference.display()))
+    })?)?;
     let hypotheses = super::read_lines(std::io::stdin().lock())?;
     let bleu = corpus_bleu(&hypotheses, &references)?;
     if json {
@@ -306,26 +366,57 @@ pub fn bleu_command(reference: &Path, json: bool) -> Result<(), CliError> {
 }
 
 /// `attnzoo attend`: heatmaps of the attention behind one greedy translation, in `out`.
-pub fn attend_command(checkpoint: &Path, sentence: &str, out: &Path, device: &DeviceArgs) -> Result<Vec<PathBuf>, CliError> {
+pub fn attend_command(
+    checkpoint: &Path,
+    sentence: &str,
+    out: &Path,
+    device: &DeviceArgs,
+) -> Result<Vec<PathBuf>, CliError> {
     let translator = Translator::open(checkpoint, device)?;
     write_heatmaps(&translator, sentence, out)
 }
 
-fn write_heatmaps(translator: &Translator, sentence: &str, out: &Path) -> Result<Vec<PathBuf>, CliError> {
+fn write_heatmaps(
+    translator: &Translator,
+    sentence: &str,
+    out: &Path,
+) -> Result<Vec<PathBuf>, CliError> {
     let source = translator.source_ids(sentence, 1);
     if source.is_empty() {
-        return Err(CliError::Input("nothing to translate: the sentence is empty".into()));
+        return Err(CliError::Input(
+            "nothing to translate: the sentence is empty".into(),
+        ));
     }
-    let (ids, maps) = attend(&translator.model, &source, 2 * translator.checkpoint.train.max_len, &translator.device)?;
+    let (ids, maps) = attend(
+        &translator.model,
+        &source,
+        2 * translator.checkpoint.train.max_len,
+        &translator.device,
+    )?;
     if maps.is_empty() {
-        return Err(CliError::Input("this model has no attention (the no-attention baseline)".into()));
+        return Err(CliError::Input(
+            "this model has no attention (the no-attention baseline)".into(),
+        ));
     }
     let vocab = &translator.checkpoint.vocab;
-    let columns: Vec<String> = source.iter().zip(tokenize(sentence)).map(|(&id, word)| {
-        if vocab.source.token(id) == word { word } else { format!("{word}*") }
-    }).collect();
-    let rows: Vec<String> = ids.iter().map(|&id| vocab.target.token(id).to_string()).chain([EOS.to_string()]).collect();
-    std::fs::create_dir_all(out).map_err(|error| CliError::Input(format!("cannot create {}: {error}", out.display())))?;
+    let columns: Vec<String> = source
+        .iter()
+        .zip(tokenize(sentence))
+        .map(|(&id, word)| {
+            if vocab.source.token(id) == word {
+                word
+            } else {
+                format!("{word}*")
+            }
+        })
+        .collect();
+    let rows: Vec<String> = ids
+        .iter()
+        .map(|&id| vocab.target.token(id).to_string())
+        .chain([EOS.to_string()])
+        .collect();
+    std::fs::create_dir_all(out)
+        .map_err(|error| CliError::Input(format!("cannot create {}: {error}", out.display())))?;
     let mut written = Vec::new();
     for (layer, heads) in maps.iter().enumerate() {
         for (head, steps) in heads.iter().enumerate() {
@@ -333,12 +424,20 @@ fn write_heatmaps(translator: &Translator, sentence: &str, out: &Path) -> Result
             let (stem, title) = if maps.len() == 1 && heads.len() == 1 {
                 ("attention".to_string(), format!("attention: {sentence}"))
             } else {
-                (format!("attention-layer{}-head{}", layer + 1, head + 1), format!("layer {} head {}: {sentence}", layer + 1, head + 1))
+                (
+                    format!("attention-layer{}-head{}", layer + 1, head + 1),
+                    format!("layer {} head {}: {sentence}", layer + 1, head + 1),
+                )
             };
             let path = out.join(stem);
-            Heatmap { title: &title, row_labels: &rows[..steps.len().min(rows.len())], col_labels: &columns, weights: &weights }
-                .write(&path)
-                .map_err(CliError::Input)?;
+            Heatmap {
+                title: &title,
+                row_labels: &rows[..steps.len().min(rows.len())],
+                col_labels: &columns,
+                weights: &weights,
+            }
+            .write(&path)
+            .map_err(CliError::Input)?;
             written.push(path.with_extension("png"));
         }
     }
@@ -353,7 +452,12 @@ pub fn data_fetch(cache: Option<PathBuf>) -> Result<(), CliError> {
 }
 
 /// `attnzoo demo`: fetch → train for `minutes` → test BLEU → five translations → heatmaps.
-pub fn demo(minutes: f64, out: &Path, model: ModelKind, device: &DeviceArgs) -> Result<(), CliError> {
+pub fn demo(
+    minutes: f64,
+    out: &Path,
+    model: ModelKind,
+    device: &DeviceArgs,
+) -> Result<(), CliError> {
     let cache = home_cache();
     if find_corpus(&cache).is_err() {
         eprintln!("fetching the German–English corpus (Debian's trans-de-en, GPL-2+) …");
@@ -361,8 +465,15 @@ pub fn demo(minutes: f64, out: &Path, model: ModelKind, device: &DeviceArgs) -> 
     }
     let checkpoint_dir = out.join("model");
     let resume = checkpoint_dir.join("state.json").is_file();
-    let trained_before = if resume { Checkpoint::open(&checkpoint_dir)?.state.seconds } else { 0.0 };
-    eprintln!("training {model:?} for {minutes} min into {} …", checkpoint_dir.display());
+    let trained_before = if resume {
+        Checkpoint::open(&checkpoint_dir)?.state.seconds
+    } else {
+        0.0
+    };
+    eprintln!(
+        "training {model:?} for {minutes} min into {} …",
+        checkpoint_dir.display()
+    );
     let args = TrainArgs {
         out: checkpoint_dir.clone(),
         model,
@@ -383,22 +494,51 @@ pub fn demo(minutes: f64, out: &Path, model: ModelKind, device: &DeviceArgs) -> 
     };
     let checkpoint = train_command(&args)?;
     if checkpoint.state.weights.is_empty() {
-        return Err(CliError::Input(format!("{minutes} min was not enough for one epoch: run the demo with more --minutes")));
+        return Err(CliError::Input(format!(
+            "{minutes} min was not enough for one epoch: run the demo with more --minutes"
+        )));
     }
     let translator = Translator::open(&checkpoint_dir, device)?;
     let test = read_split(&find_corpus(&cache)?, Split::Test)?;
-    let greedy_decode = DecodeArgs { beam: 1, alpha: 0.6, max_len_ratio: 2.0 };
+    let greedy_decode = DecodeArgs {
+        beam: 1,
+        alpha: 0.6,
+        max_len_ratio: 2.0,
+    };
     let (bleu, chrf) = score(&translator, &test, greedy_decode)?;
-    println!("test split, {} pairs, greedy: {bleu}, chrF2 = {chrf:.2}", test.len());
-    let sample: Vec<&Pair> = test.iter().filter(|p| p.german.split_whitespace().count() <= 10).take(5).collect();
-    let beam_decode = DecodeArgs { beam: 5, ..greedy_decode };
-    let translations = translator.translate(&sample.iter().map(|p| p.german.clone()).collect::<Vec<_>>(), beam_decode)?;
+    println!(
+        "test split, {} pairs, greedy: {bleu}, chrF2 = {chrf:.2}",
+        test.len()
+    );
+    let sample: Vec<&Pair> = test
+        .iter()
+        .filter(|p| p.german.split_whitespace().count() <= 10)
+        .take(5)
+        .collect();
+    let beam_decode = DecodeArgs {
+        beam: 5,
+        ..greedy_decode
+    };
+    let translations = translator.translate(
+        &sample.iter().map(|p| p.german.clone()).collect::<Vec<_>>(),
+        beam_decode,
+    )?;
     for (pair, translation) in sample.iter().zip(&translations) {
-        println!("\nDE   {}\nREF  {}\nOURS {translation}", pair.german, pair.english);
+        println!(
+            "\nDE   {}\nREF  {}\nOURS {translation}",
+            pair.german, pair.english
+        );
     }
     if let Some(first) = sample.first() {
         let written = write_heatmaps(&translator, &first.german, out)?;
-        println!("\nattention heatmaps: {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        println!(
+            "\nattention heatmaps: {}",
+            written
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     Ok(())
 }

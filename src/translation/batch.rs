@@ -76,7 +76,10 @@ pub fn bucketed(examples: &[Example], batch_size: usize, rng: &mut SplitMix) -> 
     let mut order: Vec<usize> = (0..examples.len()).collect();
     rng.shuffle(&mut order);
     order.sort_by_key(|&i| (examples[i].source.len(), examples[i].target.len()));
-    let mut batches: Vec<Vec<usize>> = order.chunks(batch_size.max(1)).map(<[usize]>::to_vec).collect();
+    let mut batches: Vec<Vec<usize>> = order
+        .chunks(batch_size.max(1))
+        .map(<[usize]>::to_vec)
+        .collect();
     rng.shuffle(&mut batches);
     batches
 }
@@ -101,9 +104,16 @@ pub fn padded(rows: &[Vec<usize>], device: &Device) -> (Tensor<2, Int>, Tensor<2
 
 /// The tensors of the examples `indices`.
 pub fn batch(examples: &[Example], indices: &[usize], device: &Device) -> Batch {
-    let pick = |f: fn(&Example) -> Vec<usize>| indices.iter().map(|&i| f(&examples[i])).collect::<Vec<_>>();
+    let pick = |f: fn(&Example) -> Vec<usize>| {
+        indices.iter().map(|&i| f(&examples[i])).collect::<Vec<_>>()
+    };
     let (source, source_padding) = padded(&pick(|e| e.source.clone()), device);
-    let target_in = pick(|e| [BOS_ID].into_iter().chain(e.target.iter().copied()).collect());
+    let target_in = pick(|e| {
+        [BOS_ID]
+            .into_iter()
+            .chain(e.target.iter().copied())
+            .collect()
+    });
     let target_out = pick(|e| e.target.iter().copied().chain([EOS_ID]).collect());
     let target_tokens = target_out.iter().map(Vec::len).sum();
     Batch {
@@ -122,7 +132,10 @@ mod tests {
     #[test]
     fn buckets_hold_every_example_once_and_similar_lengths_together() {
         let examples: Vec<Example> = (0..100)
-            .map(|i| Example { source: vec![4; 1 + i % 17], target: vec![5; 2] })
+            .map(|i| Example {
+                source: vec![4; 1 + i % 17],
+                target: vec![5; 2],
+            })
             .collect();
         let batches = bucketed(&examples, 8, &mut SplitMix(7));
         let mut seen: Vec<usize> = batches.concat();
@@ -130,8 +143,15 @@ mod tests {
         assert_eq!(seen, (0..100).collect::<Vec<_>>());
         for batch in &batches {
             let lengths: Vec<usize> = batch.iter().map(|&i| examples[i].source.len()).collect();
-            assert!(lengths.iter().max().unwrap() - lengths.iter().min().unwrap() <= 2, "{lengths:?}");
+            assert!(
+                lengths.iter().max().unwrap() - lengths.iter().min().unwrap() <= 2,
+                "{lengths:?}"
+            );
         }
-        assert_eq!(bucketed(&examples, 8, &mut SplitMix(7)), batches, "the seed fixes the order");
+        assert_eq!(
+            bucketed(&examples, 8, &mut SplitMix(7)),
+            batches,
+            "the seed fixes the order"
+        );
     }
 }

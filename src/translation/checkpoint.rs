@@ -73,10 +73,17 @@ pub struct Checkpoint {
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
     let text = fs::read_to_string(path).map_err(|error| {
-        CliError::Input(format!("not a checkpoint: cannot read {}: {error}", path.display()))
+        CliError::Input(format!(
+            "not a checkpoint: cannot read {}: {error}",
+            path.display()
+        ))
     })?;
-    serde_json::from_str(&text)
-        .map_err(|error| CliError::Input(format!("damaged checkpoint file {}: {error}", path.display())))
+    serde_json::from_str(&text).map_err(|error| {
+        CliError::Input(format!(
+            "damaged checkpoint file {}: {error}",
+            path.display()
+        ))
+    })
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
@@ -93,12 +100,25 @@ fn model_sizes(config: &Seq2SeqConfig) -> (usize, usize) {
 
 impl Checkpoint {
     /// Starts a new run in `dir` (created if needed), writing its configs and vocabularies.
-    pub fn create(dir: &Path, model: Seq2SeqConfig, train: TrainConfig, vocab: Vocabularies) -> Result<Self, CliError> {
-        fs::create_dir_all(dir).map_err(|error| CliError::Input(format!("cannot create {}: {error}", dir.display())))?;
+    pub fn create(
+        dir: &Path,
+        model: Seq2SeqConfig,
+        train: TrainConfig,
+        vocab: Vocabularies,
+    ) -> Result<Self, CliError> {
+        fs::create_dir_all(dir).map_err(|error| {
+            CliError::Input(format!("cannot create {}: {error}", dir.display()))
+        })?;
         write_json(&dir.join("model.json"), &model)?;
         write_json(&dir.join("train.json"), &train)?;
         write_json(&dir.join("vocab.json"), &vocab)?;
-        Ok(Self { dir: dir.to_path_buf(), model, train, vocab, state: TrainState::default() })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            model,
+            train,
+            vocab,
+            state: TrainState::default(),
+        })
     }
 
     /// Reads a checkpoint folder, checking that its parts belong together.
@@ -113,11 +133,17 @@ impl Checkpoint {
         let model: Seq2SeqConfig = read_json(&dir.join("model.json"))?;
         let train: TrainConfig = read_json(&dir.join("train.json"))?;
         let vocab: Vocabularies = read_json(&dir.join("vocab.json"))?;
-        let vocab = Vocabularies { source: vocab.source.reindexed(), target: vocab.target.reindexed() };
+        let vocab = Vocabularies {
+            source: vocab.source.reindexed(),
+            target: vocab.target.reindexed(),
+        };
         let state: TrainState = read_json(&dir.join("state.json"))?;
         let (source, target) = model_sizes(&model);
         if !vocab.source.has_specials() || !vocab.target.has_specials() {
-            return Err(CliError::Input(format!("{}: vocab.json lacks <pad> <bos> <eos> <unk> at ids 0–3", dir.display())));
+            return Err(CliError::Input(format!(
+                "{}: vocab.json lacks <pad> <bos> <eos> <unk> at ids 0–3",
+                dir.display()
+            )));
         }
         if (source, target) != (vocab.source.len(), vocab.target.len()) {
             return Err(CliError::Input(format!(
@@ -127,7 +153,13 @@ impl Checkpoint {
                 vocab.target.len()
             )));
         }
-        Ok(Self { dir: dir.to_path_buf(), model, train, vocab, state })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            model,
+            train,
+            vocab,
+            state,
+        })
     }
 
     /// The model with this checkpoint's weights, on `device`.
@@ -136,14 +168,21 @@ impl Checkpoint {
         let path = self.dir.join(&self.state.weights);
         let mut store = SafetensorsStore::from_file(&path);
         let result = model.load_from(&mut store).map_err(|error| {
-            CliError::Input(format!("damaged or foreign weights {}: {error}", path.display()))
+            CliError::Input(format!(
+                "damaged or foreign weights {}: {error}",
+                path.display()
+            ))
         })?;
         if !result.missing.is_empty() || !result.errors.is_empty() {
             return Err(CliError::Input(format!(
                 "{} does not fit model.json: {} missing, errors: {:?}",
                 path.display(),
                 result.missing.len(),
-                result.errors.iter().map(ToString::to_string).collect::<Vec<_>>()
+                result
+                    .errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
             )));
         }
         Ok(model)
@@ -153,14 +192,20 @@ impl Checkpoint {
     pub fn save(&mut self, model: &Seq2Seq, state: TrainState) -> Result<(), CliError> {
         let name = format!("weights-epoch-{}.safetensors", state.epoch);
         let path = self.dir.join(&name);
-        let temporary = self.dir.join(format!("{name}.partial.{}", std::process::id()));
+        let temporary = self
+            .dir
+            .join(format!("{name}.partial.{}", std::process::id()));
         let mut store = SafetensorsStore::from_file(&temporary);
-        model
-            .valid()
-            .save_into(&mut store)
-            .map_err(|error| CliError::Input(format!("cannot write {}: {error}", temporary.display())))?;
-        fs::rename(&temporary, &path).map_err(|error| CliError::Input(format!("cannot write {}: {error}", path.display())))?;
-        let state = TrainState { weights: name.clone(), ..state };
+        model.valid().save_into(&mut store).map_err(|error| {
+            CliError::Input(format!("cannot write {}: {error}", temporary.display()))
+        })?;
+        fs::rename(&temporary, &path).map_err(|error| {
+            CliError::Input(format!("cannot write {}: {error}", path.display()))
+        })?;
+        let state = TrainState {
+            weights: name.clone(),
+            ..state
+        };
         write_json(&self.dir.join("state.json"), &state)?;
         for entry in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
             let file = entry.file_name().to_string_lossy().to_string();

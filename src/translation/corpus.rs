@@ -142,7 +142,9 @@ pub fn read_split(dir: &Path, split: Split) -> Result<Vec<Pair>, CliError> {
 /// Writes `contents` to `path` through a temporary file and a rename, so a reader never sees
 /// half a file and an interruption never destroys the previous one.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), CliError> {
-    let failed = |error: std::io::Error| CliError::Input(format!("cannot write {}: {error}", path.display()));
+    let failed = |error: std::io::Error| {
+        CliError::Input(format!("cannot write {}: {error}", path.display()))
+    };
     let temporary = path.with_extension(format!("partial.{}", std::process::id()));
     let mut file = fs::File::create(&temporary).map_err(failed)?;
     file.write_all(contents).map_err(failed)?;
@@ -157,7 +159,8 @@ pub fn fetch(cache: Option<PathBuf>) -> Result<PathBuf, CliError> {
     fs::create_dir_all(&cache)
         .map_err(|error| CliError::Input(format!("cannot create {}: {error}", cache.display())))?;
     let work = cache.join(format!("download.{}", std::process::id()));
-    fs::create_dir_all(&work).map_err(|error| CliError::Input(format!("{}: {error}", work.display())))?;
+    fs::create_dir_all(&work)
+        .map_err(|error| CliError::Input(format!("{}: {error}", work.display())))?;
     let result = download_and_split(&cache, &work);
     let _ = fs::remove_dir_all(&work);
     result
@@ -177,13 +180,20 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
         eprintln!("corpus already in {}", dir.display());
         return Ok(dir);
     }
-    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(work.join("root")))?;
+    run(Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(work.join("root")))?;
     let dictionary_path = work.join("root/usr/share/trans/de-en");
     let dictionary = fs::read_to_string(&dictionary_path).map_err(|error| {
-        CliError::Input(format!("cannot read {}: {error}", dictionary_path.display()))
+        CliError::Input(format!(
+            "cannot read {}: {error}",
+            dictionary_path.display()
+        ))
     })?;
     let pairs = sentence_pairs(&dictionary);
-    fs::create_dir_all(&dir).map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))?;
+    fs::create_dir_all(&dir)
+        .map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))?;
     for split in Split::ALL {
         let lines: String = pairs
             .iter()
@@ -206,7 +216,9 @@ fn download_package(work: &Path) -> Result<PathBuf, CliError> {
             .output()
     };
     let output = download().map_err(|error| {
-        CliError::Input(format!("cannot run apt-get ({error}): this needs a Debian-based system"))
+        CliError::Input(format!(
+            "cannot run apt-get ({error}): this needs a Debian-based system"
+        ))
     })?;
     let output = if output.status.success() {
         output
@@ -268,7 +280,10 @@ mod tests {
             Der Hund bellt laut. :: The dog barks loudly.\n\
             Wie geht es dir? :: How are you?\n";
         let pairs = sentence_pairs(dictionary);
-        let got: Vec<(&str, &str)> = pairs.iter().map(|p| (p.german.as_str(), p.english.as_str())).collect();
+        let got: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|p| (p.german.as_str(), p.english.as_str()))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -281,10 +296,23 @@ mod tests {
 
     #[test]
     fn the_split_depends_only_on_the_german_side() {
-        let splits: Vec<Split> = (0..20000).map(|i| Split::of(&format!("Satz Nummer {i}."))).collect();
+        let splits: Vec<Split> = (0..20000)
+            .map(|i| Split::of(&format!("Satz Nummer {i}.")))
+            .collect();
         let count = |split| splits.iter().filter(|&&s| s == split).count();
-        assert!((1200..1550).contains(&count(Split::Test)), "{}", count(Split::Test));
-        assert!((550..820).contains(&count(Split::Valid)), "{}", count(Split::Valid));
-        assert_eq!(Split::of("Guten Morgen, Herr Meier."), Split::of("Guten Morgen, Herr Meier."));
+        assert!(
+            (1200..1550).contains(&count(Split::Test)),
+            "{}",
+            count(Split::Test)
+        );
+        assert!(
+            (550..820).contains(&count(Split::Valid)),
+            "{}",
+            count(Split::Valid)
+        );
+        assert_eq!(
+            Split::of("Guten Morgen, Herr Meier."),
+            Split::of("Guten Morgen, Herr Meier.")
+        );
     }
 }

@@ -26,7 +26,12 @@ pub struct BeamConfig {
 
 impl Default for BeamConfig {
     fn default() -> Self {
-        Self { beam: 5, alpha: 0.6, max_len_ratio: 2.0, n_best: 1 }
+        Self {
+            beam: 5,
+            alpha: 0.6,
+            max_len_ratio: 2.0,
+            n_best: 1,
+        }
     }
 }
 
@@ -74,7 +79,11 @@ fn greedy_rows(
 ) -> Result<(Vec<Vec<usize>>, StepWeights), CliError> {
     let (source, padding) = padded(rows, device);
     let mut state = model.encode(source, padding)?;
-    let limit = rows.iter().map(|row| step_limit(row.len(), 2.0, max_len)).max().unwrap_or(1);
+    let limit = rows
+        .iter()
+        .map(|row| step_limit(row.len(), 2.0, max_len))
+        .max()
+        .unwrap_or(1);
     let mut outputs = vec![Vec::new(); rows.len()];
     let mut finished = vec![false; rows.len()];
     let mut tokens = ids_tensor(&vec![BOS_ID; rows.len()], device);
@@ -93,7 +102,9 @@ fn greedy_rows(
             .map_err(|error| CliError::Input(format!("reading tokens: {error:?}")))?;
         for (row, &token) in next.iter().enumerate() {
             if !finished[row] {
-                if token as usize == EOS_ID || outputs[row].len() >= step_limit(rows[row].len(), 2.0, max_len) {
+                if token as usize == EOS_ID
+                    || outputs[row].len() >= step_limit(rows[row].len(), 2.0, max_len)
+                {
                     finished[row] = true;
                 } else {
                     outputs[row].push(token as usize);
@@ -109,7 +120,12 @@ fn greedy_rows(
 }
 
 /// Greedy translations of every source, in batches of 64.
-pub fn greedy(model: &Seq2Seq, sources: &[Vec<usize>], max_len: usize, device: &Device) -> Result<Vec<Vec<usize>>, CliError> {
+pub fn greedy(
+    model: &Seq2Seq,
+    sources: &[Vec<usize>],
+    max_len: usize,
+    device: &Device,
+) -> Result<Vec<Vec<usize>>, CliError> {
     let mut outputs = Vec::with_capacity(sources.len());
     for chunk in sources.chunks(64) {
         outputs.extend(greedy_rows(model, chunk, max_len, false, device)?.0);
@@ -119,7 +135,12 @@ pub fn greedy(model: &Seq2Seq, sources: &[Vec<usize>], max_len: usize, device: &
 
 /// The greedy translation of one source and the attention behind each output token
 /// (the `<eos>` step included).
-pub fn attend(model: &Seq2Seq, source: &[usize], max_len: usize, device: &Device) -> Result<(Vec<usize>, AttentionMaps), CliError> {
+pub fn attend(
+    model: &Seq2Seq,
+    source: &[usize],
+    max_len: usize,
+    device: &Device,
+) -> Result<(Vec<usize>, AttentionMaps), CliError> {
     let (mut outputs, steps) = greedy_rows(model, &[source.to_vec()], max_len, true, device)?;
     let ids = outputs.remove(0);
     let layers = steps.first().map_or(0, Vec::len);
@@ -159,13 +180,19 @@ pub fn beam_search(
     let mut alive: Vec<(Vec<usize>, f64)> = vec![(Vec::new(), 0.0)];
     let mut finished: Vec<Hypothesis> = Vec::new();
     for t in 0..limit {
-        let last: Vec<usize> = alive.iter().map(|(ids, _)| ids.last().copied().unwrap_or(BOS_ID)).collect();
+        let last: Vec<usize> = alive
+            .iter()
+            .map(|(ids, _)| ids.last().copied().unwrap_or(BOS_ID))
+            .collect();
         let step = model.step(&mut state, ids_tensor(&last, device), false)?;
         let vocab = step.logits.dims()[1];
         let log_probs = to_vec_f32(log_softmax(step.logits, 1))?;
         let mut candidates: Vec<(f64, usize, usize)> = Vec::with_capacity(alive.len() * vocab);
         for (parent, (_, score)) in alive.iter().enumerate() {
-            for (token, &lp) in log_probs[parent * vocab..(parent + 1) * vocab].iter().enumerate() {
+            for (token, &lp) in log_probs[parent * vocab..(parent + 1) * vocab]
+                .iter()
+                .enumerate()
+            {
                 candidates.push((score + lp as f64, parent, token));
             }
         }
@@ -182,7 +209,11 @@ pub fn beam_search(
                 if token != EOS_ID {
                     ids.push(token);
                 }
-                finished.push(Hypothesis { score: log_prob / penalty(ids.len() + 1), ids, log_prob });
+                finished.push(Hypothesis {
+                    score: log_prob / penalty(ids.len() + 1),
+                    ids,
+                    log_prob,
+                });
             } else if next.len() < config.beam {
                 next.push((ids.iter().copied().chain([token]).collect(), log_prob));
                 parents.push(parent);
@@ -191,10 +222,15 @@ pub fn beam_search(
                 break;
             }
         }
-        let best_alive = next.iter().map(|(ids, lp)| lp / penalty(ids.len() + 1)).fold(f64::NEG_INFINITY, f64::max);
+        let best_alive = next
+            .iter()
+            .map(|(ids, lp)| lp / penalty(ids.len() + 1))
+            .fold(f64::NEG_INFINITY, f64::max);
         finished.sort_by(|a, b| b.score.total_cmp(&a.score));
         let settled = finished.len() >= config.beam
-            || (finished.len() >= config.n_best && finished[config.n_best - 1].score >= best_alive && config.alpha == 0.0);
+            || (finished.len() >= config.n_best
+                && finished[config.n_best - 1].score >= best_alive
+                && config.alpha == 0.0);
         if next.is_empty() || settled {
             break;
         }
@@ -207,7 +243,13 @@ pub fn beam_search(
 }
 
 /// The best beam-search translation of each source.
-pub fn beam(model: &Seq2Seq, sources: &[Vec<usize>], config: BeamConfig, max_len: usize, device: &Device) -> Result<Vec<Vec<usize>>, CliError> {
+pub fn beam(
+    model: &Seq2Seq,
+    sources: &[Vec<usize>],
+    config: BeamConfig,
+    max_len: usize,
+    device: &Device,
+) -> Result<Vec<Vec<usize>>, CliError> {
     sources
         .iter()
         .map(|source| {

@@ -70,9 +70,18 @@ fn check_lengths(hypotheses: &[String], references: &[String]) -> Result<(), Cli
 pub fn corpus_bleu(hypotheses: &[String], references: &[String]) -> Result<Bleu, CliError> {
     check_lengths(hypotheses, references)?;
     let wrapped: Vec<Vec<String>> = references.iter().map(|r| vec![r.clone()]).collect();
-    let stats = compute_score(&wrapped, hypotheses, MAX_ORDER, false, RefLenMethod::Closest);
+    let stats = compute_score(
+        &wrapped,
+        hypotheses,
+        MAX_ORDER,
+        false,
+        RefLenMethod::Closest,
+    );
     let tokenizer = Tokenizer13a::new();
-    let lengths: Vec<usize> = hypotheses.iter().map(|h| tokenizer.tokenize(h).len()).collect();
+    let lengths: Vec<usize> = hypotheses
+        .iter()
+        .map(|h| tokenizer.tokenize(h).len())
+        .collect();
     let mut smooth = 1.0;
     let mut precisions = Vec::with_capacity(MAX_ORDER);
     for (order, &precision) in stats.precisions.iter().enumerate() {
@@ -103,7 +112,11 @@ pub fn corpus_bleu(hypotheses: &[String], references: &[String]) -> Result<Bleu,
         score: bp * log_mean.exp(),
         precisions,
         bp,
-        ratio: if ref_len == 0 { 0.0 } else { sys_len as f64 / ref_len as f64 },
+        ratio: if ref_len == 0 {
+            0.0
+        } else {
+            sys_len as f64 / ref_len as f64
+        },
         sys_len,
         ref_len,
     })
@@ -113,10 +126,16 @@ const CHAR_ORDER: usize = 6;
 const BETA: f64 = 2.0;
 
 fn char_ngrams(text: &str, order: usize) -> HashMap<&str, usize> {
-    let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+    let boundaries: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain([text.len()])
+        .collect();
     let mut counts = HashMap::new();
     for start in 0..boundaries.len().saturating_sub(order) {
-        *counts.entry(&text[boundaries[start]..boundaries[start + order]]).or_default() += 1;
+        *counts
+            .entry(&text[boundaries[start]..boundaries[start + order]])
+            .or_default() += 1;
     }
     counts
 }
@@ -129,7 +148,10 @@ pub fn corpus_chrf(hypotheses: &[String], references: &[String]) -> Result<f64, 
         let squeeze = |s: &str| s.split_whitespace().collect::<String>();
         let (hypothesis, reference) = (squeeze(hypothesis), squeeze(reference));
         for (order, stat) in stats.iter_mut().enumerate() {
-            let (hyp, refs) = (char_ngrams(&hypothesis, order + 1), char_ngrams(&reference, order + 1));
+            let (hyp, refs) = (
+                char_ngrams(&hypothesis, order + 1),
+                char_ngrams(&reference, order + 1),
+            );
             stat[0] += hyp.values().sum::<usize>();
             stat[1] += refs.values().sum::<usize>();
             stat[2] += hyp
@@ -164,29 +186,74 @@ mod tests {
     /// Every case of `scripts/gen_bleu_reference.py` (sacreBLEU 2.6.0's numbers).
     #[test]
     fn bleu_and_chrf_equal_sacrebleu_on_the_committed_cases() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bleu/cases.json");
-        let fixture: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/bleu/cases.json"
+        );
+        let fixture: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let strings = |value: &serde_json::Value| -> Vec<String> {
-            value.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+            value
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect()
         };
         let cases = fixture["cases"].as_array().unwrap();
         assert_eq!(cases.len(), 8);
         for case in cases {
             let name = case["name"].as_str().unwrap();
-            let (hypotheses, references) = (strings(&case["hypotheses"]), strings(&case["references"]));
+            let (hypotheses, references) =
+                (strings(&case["hypotheses"]), strings(&case["references"]));
             let bleu = corpus_bleu(&hypotheses, &references).unwrap();
             let expected = &case["bleu"];
             let close = |a: f64, b: &serde_json::Value| (a - b.as_f64().unwrap()).abs() < 1e-9;
-            assert!(close(bleu.score, &expected["score"]), "{name}: {} vs {}", bleu.score, expected["score"]);
-            assert!(close(bleu.bp, &expected["bp"]), "{name}: bp {} vs {}", bleu.bp, expected["bp"]);
-            for (ours, theirs) in bleu.precisions.iter().zip(expected["precisions"].as_array().unwrap()) {
-                assert!(close(*ours, theirs), "{name}: precisions {:?} vs {}", bleu.precisions, expected["precisions"]);
+            assert!(
+                close(bleu.score, &expected["score"]),
+                "{name}: {} vs {}",
+                bleu.score,
+                expected["score"]
+            );
+            assert!(
+                close(bleu.bp, &expected["bp"]),
+                "{name}: bp {} vs {}",
+                bleu.bp,
+                expected["bp"]
+            );
+            for (ours, theirs) in bleu
+                .precisions
+                .iter()
+                .zip(expected["precisions"].as_array().unwrap())
+            {
+                assert!(
+                    close(*ours, theirs),
+                    "{name}: precisions {:?} vs {}",
+                    bleu.precisions,
+                    expected["precisions"]
+                );
             }
-            assert_eq!(bleu.sys_len as u64, expected["sys_len"].as_u64().unwrap(), "{name}");
-            assert_eq!(bleu.ref_len as u64, expected["ref_len"].as_u64().unwrap(), "{name}");
-            assert_eq!(bleu.to_string(), expected["line"].as_str().unwrap(), "{name}");
+            assert_eq!(
+                bleu.sys_len as u64,
+                expected["sys_len"].as_u64().unwrap(),
+                "{name}"
+            );
+            assert_eq!(
+                bleu.ref_len as u64,
+                expected["ref_len"].as_u64().unwrap(),
+                "{name}"
+            );
+            assert_eq!(
+                bleu.to_string(),
+                expected["line"].as_str().unwrap(),
+                "{name}"
+            );
             let chrf = corpus_chrf(&hypotheses, &references).unwrap();
-            assert!((chrf - case["chrf"].as_f64().unwrap()).abs() < 1e-9, "{name}: chrF {chrf} vs {}", case["chrf"]);
+            assert!(
+                (chrf - case["chrf"].as_f64().unwrap()).abs() < 1e-9,
+                "{name}: chrF {chrf} vs {}",
+                case["chrf"]
+            );
         }
     }
 }

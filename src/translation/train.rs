@@ -90,13 +90,22 @@ struct Progress {
 
 impl Progress {
     fn new(total: usize) -> Self {
-        Self { total: total.max(1), terminal: std::io::stderr().is_terminal(), last_tenth: 0 }
+        Self {
+            total: total.max(1),
+            terminal: std::io::stderr().is_terminal(),
+            last_tenth: 0,
+        }
     }
 
     fn show(&mut self, done: usize, message: &str) {
         let fraction = done as f64 / self.total as f64;
         let filled = (fraction * 30.0) as usize;
-        let bar = format!("[{}{}] {:3.0}% {message}", "#".repeat(filled), "-".repeat(30 - filled), 100.0 * fraction);
+        let bar = format!(
+            "[{}{}] {:3.0}% {message}",
+            "#".repeat(filled),
+            "-".repeat(30 - filled),
+            100.0 * fraction
+        );
         let tenth = (fraction * 10.0) as usize;
         let mut stderr = std::io::stderr().lock();
         if self.terminal {
@@ -115,7 +124,13 @@ impl Progress {
 }
 
 /// Mean loss per target token over `examples`, without autodiff.
-pub fn mean_loss(model: &Seq2Seq, examples: &[Example], batch_size: usize, label_smoothing: f32, device: &Device) -> Result<f64, CliError> {
+pub fn mean_loss(
+    model: &Seq2Seq,
+    examples: &[Example],
+    batch_size: usize,
+    label_smoothing: f32,
+    device: &Device,
+) -> Result<f64, CliError> {
     let loss_fn = CrossEntropyLossConfig::new()
         .with_pad_tokens(Some(vec![PAD_ID]))
         .with_smoothing((label_smoothing > 0.0).then_some(label_smoothing))
@@ -125,9 +140,17 @@ pub fn mean_loss(model: &Seq2Seq, examples: &[Example], batch_size: usize, label
     for chunk in indices.chunks(batch_size.max(1)) {
         let batch = batch(examples, chunk, device);
         let [rows, len] = batch.target_in.dims();
-        let logits = model.teacher_forced(batch.source, batch.source_padding, batch.target_in, &vec![true; len])?;
+        let logits = model.teacher_forced(
+            batch.source,
+            batch.source_padding,
+            batch.target_in,
+            &vec![true; len],
+        )?;
         let vocab = logits.dims()[2];
-        let loss = loss_fn.forward(logits.reshape([rows * len, vocab]), batch.target_out.reshape([rows * len]));
+        let loss = loss_fn.forward(
+            logits.reshape([rows * len, vocab]),
+            batch.target_out.reshape([rows * len]),
+        );
         total += loss.into_scalar::<f32>() as f64 * batch.target_tokens as f64;
         tokens += batch.target_tokens;
     }
@@ -166,17 +189,29 @@ pub fn train(
         let (mut loss_sum, mut token_sum) = (0.0, 0usize);
         let epoch_started = Instant::now();
         for (done, indices) in batches.iter().enumerate() {
-            if budget.is_some_and(|budget| seconds_before + started.elapsed().as_secs_f64() >= budget) {
+            if budget
+                .is_some_and(|budget| seconds_before + started.elapsed().as_secs_f64() >= budget)
+            {
                 progress.finish();
                 eprintln!("time budget of {:.1} min reached during epoch {epoch}: keeping the checkpoint of epoch {}", max_minutes.unwrap_or(0.0), state.epoch);
                 return Ok(model);
             }
             let batch = batch(&data.train, indices, &train_device);
             let [rows, len] = batch.target_in.dims();
-            let use_gold: Vec<bool> = (0..len).map(|_| rng.next_f64() < config.teacher_forcing).collect();
-            let logits = model.teacher_forced(batch.source, batch.source_padding, batch.target_in, &use_gold)?;
+            let use_gold: Vec<bool> = (0..len)
+                .map(|_| rng.next_f64() < config.teacher_forcing)
+                .collect();
+            let logits = model.teacher_forced(
+                batch.source,
+                batch.source_padding,
+                batch.target_in,
+                &use_gold,
+            )?;
             let vocab = logits.dims()[2];
-            let loss = loss_fn.forward(logits.reshape([rows * len, vocab]), batch.target_out.reshape([rows * len]));
+            let loss = loss_fn.forward(
+                logits.reshape([rows * len, vocab]),
+                batch.target_out.reshape([rows * len]),
+            );
             let loss_value = loss.clone().into_scalar::<f32>() as f64;
             if !loss_value.is_finite() {
                 return Err(CliError::Input(format!(
@@ -193,12 +228,23 @@ pub fn train(
             let rate = token_sum as f64 / epoch_started.elapsed().as_secs_f64().max(1e-9);
             progress.show(
                 done + 1,
-                &format!("epoch {epoch}/{} loss {:.3} lr {:.2e} {rate:.0} tok/s", config.epochs, loss_sum / token_sum as f64, config.learning_rate_at(state.step)),
+                &format!(
+                    "epoch {epoch}/{} loss {:.3} lr {:.2e} {rate:.0} tok/s",
+                    config.epochs,
+                    loss_sum / token_sum as f64,
+                    config.learning_rate_at(state.step)
+                ),
             );
         }
         progress.finish();
         let valid_model = model.valid();
-        let valid_loss = mean_loss(&valid_model, &data.valid, config.batch_size, config.label_smoothing, device)?;
+        let valid_loss = mean_loss(
+            &valid_model,
+            &data.valid,
+            config.batch_size,
+            config.label_smoothing,
+            device,
+        )?;
         let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();
         let hypotheses: Vec<String> = greedy(&valid_model, &sources, config.max_len, device)?
             .iter()
@@ -207,7 +253,10 @@ pub fn train(
         let references: Vec<String> = data.valid_pairs.iter().map(|p| p.english.clone()).collect();
         let bleu = corpus_bleu(&hypotheses, &references)?;
         state.epoch = epoch;
-        state.seconds = elapsed(&TrainState { seconds: seconds_before, ..TrainState::default() });
+        state.seconds = elapsed(&TrainState {
+            seconds: seconds_before,
+            ..TrainState::default()
+        });
         state.history.push(EpochRecord {
             epoch,
             train_loss: loss_sum / token_sum.max(1) as f64,
@@ -225,4 +274,3 @@ pub fn train(
     }
     Ok(model)
 }
-

@@ -64,7 +64,10 @@ pub fn detokenize(tokens: &[String]) -> String {
     let mut text = String::new();
     let mut glue_next = true;
     for token in tokens {
-        let closing = matches!(token.as_str(), "." | "," | "?" | "!" | ":" | ";" | "“" | "”" | "’" | ")" | "]" | "%");
+        let closing = matches!(
+            token.as_str(),
+            "." | "," | "?" | "!" | ":" | ";" | "“" | "”" | "’" | ")" | "]" | "%"
+        );
         if !glue_next && !closing {
             text.push(' ');
         }
@@ -77,15 +80,21 @@ pub fn detokenize(tokens: &[String]) -> String {
 impl Vocab {
     /// The vocabulary of `sentences`: the specials, then tokens seen at least `min_count`
     /// times, most frequent first (ties alphabetical), at most `max_size` in all.
-    pub fn build<'a>(sentences: impl IntoIterator<Item = &'a str>, min_count: usize, max_size: usize) -> Self {
+    pub fn build<'a>(
+        sentences: impl IntoIterator<Item = &'a str>,
+        min_count: usize,
+        max_size: usize,
+    ) -> Self {
         let mut counts: HashMap<String, usize> = HashMap::new();
         for sentence in sentences {
             for token in tokenize(sentence) {
                 *counts.entry(token).or_default() += 1;
             }
         }
-        let mut frequent: Vec<(String, usize)> =
-            counts.into_iter().filter(|(_, count)| *count >= min_count).collect();
+        let mut frequent: Vec<(String, usize)> = counts
+            .into_iter()
+            .filter(|(_, count)| *count >= min_count)
+            .collect();
         frequent.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let tokens = [PAD, BOS, EOS, UNK]
             .map(String::from)
@@ -98,7 +107,11 @@ impl Vocab {
 
     /// A vocabulary with these tokens, in this order.
     pub fn from_tokens(tokens: Vec<String>) -> Self {
-        let ids = tokens.iter().enumerate().map(|(id, token)| (token.clone(), id)).collect();
+        let ids = tokens
+            .iter()
+            .enumerate()
+            .map(|(id, token)| (token.clone(), id))
+            .collect();
         Self { tokens, ids }
     }
 
@@ -156,9 +169,28 @@ mod tests {
         let tokens = tokenize("I’ve met Hans-Peter, haven't I? „Ja“ (sehr) gut!");
         assert_eq!(
             tokens,
-            ["I’ve", "met", "Hans-Peter", ",", "haven't", "I", "?", "„", "Ja", "“", "(", "sehr", ")", "gut", "!"]
+            [
+                "I’ve",
+                "met",
+                "Hans-Peter",
+                ",",
+                "haven't",
+                "I",
+                "?",
+                "„",
+                "Ja",
+                "“",
+                "(",
+                "sehr",
+                ")",
+                "gut",
+                "!"
+            ]
         );
-        assert_eq!(detokenize(&tokens), "I’ve met Hans-Peter, haven't I? „Ja“ (sehr) gut!");
+        assert_eq!(
+            detokenize(&tokens),
+            "I’ve met Hans-Peter, haven't I? „Ja“ (sehr) gut!"
+        );
     }
 
     #[test]
@@ -168,7 +200,10 @@ mod tests {
         assert_eq!(vocab.token(4), "."); // ties alphabetical: "." < "the"
         let ids = vocab.encode("the zebra.");
         assert_eq!(ids, vec![5, UNK_ID, 4]);
-        assert_eq!(vocab.decode(&[BOS_ID, 5, UNK_ID, 4, EOS_ID, 5]), "the <unk>.");
+        assert_eq!(
+            vocab.decode(&[BOS_ID, 5, UNK_ID, 4, EOS_ID, 5]),
+            "the <unk>."
+        );
         let json = serde_json::to_string(&vocab).unwrap();
         let back: Vocab = serde_json::from_str::<Vocab>(&json).unwrap().reindexed();
         assert_eq!(back, vocab);

@@ -44,9 +44,19 @@ impl AdditiveConfig {
 impl Additive {
     /// `[B, T, H]` × `[B, S, H]` → `[B, T, S]`.
     pub fn scores(&self, query: Tensor<3>, memory: Tensor<3>) -> Tensor<3> {
+        self.scores_with_keys(query, self.keys(memory))
+    }
+
+    /// The memory's half of the energy, `W_2 h̄_s` `[B, S, H]`: a decoder computes it once per
+    /// source sentence instead of once per step.
+    pub fn keys(&self, memory: Tensor<3>) -> Tensor<3> {
+        self.memory_proj.forward(memory)
+    }
+
+    /// Scores against precomputed [`keys`](Self::keys).
+    pub fn scores_with_keys(&self, query: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
         let query = self.query_proj.forward(query).unsqueeze_dim::<4>(2); // [B, T, 1, H]
-        let memory = self.memory_proj.forward(memory).unsqueeze_dim::<4>(1); // [B, 1, S, H]
-        let energy = (query + memory).tanh(); // [B, T, S, H]
+        let energy = (query + keys.unsqueeze_dim::<4>(1)).tanh(); // [B, T, S, H]
         self.score_proj.forward(energy).squeeze_dim(3)
     }
 }

@@ -104,11 +104,33 @@ impl AlignmentConfig {
 }
 
 impl Alignment {
+    /// The memory's part of every score, `[B, S, H]` (`W_2 h̄_s` for Bahdanau): a decoder
+    /// computes it once per source sentence and passes it to [`step_with_keys`](Self::step_with_keys).
+    pub fn keys(&self, memory: Tensor<3>) -> Tensor<3> {
+        match self {
+            Alignment::Additive(additive) => additive.keys(memory),
+            Alignment::Luong(luong) => luong.keys(memory),
+            Alignment::Location(_) => memory,
+        }
+    }
+
     /// Every decoder step at once: `query [B, T, H]`, `memory [B, S, H]`, `padding [B, S]`.
     pub fn forward(
         &self,
         query: Tensor<3>,
         memory: Tensor<3>,
+        padding: Option<Tensor<2, Bool>>,
+    ) -> Result<AlignmentOutput<3>, AttnError> {
+        let keys = self.keys(memory.clone());
+        self.forward_with_keys(query, memory, keys, padding)
+    }
+
+    /// [`forward`](Self::forward) with the memory's [`keys`](Self::keys) already computed.
+    pub fn forward_with_keys(
+        &self,
+        query: Tensor<3>,
+        memory: Tensor<3>,
+        keys: Tensor<3>,
         padding: Option<Tensor<2, Bool>>,
     ) -> Result<AlignmentOutput<3>, AttnError> {
         let [batch, _, width] = query.dims();
@@ -127,8 +149,8 @@ impl Alignment {
             );
         }
         let scores = match self {
-            Alignment::Additive(additive) => additive.scores(query, memory.clone()),
-            Alignment::Luong(luong) => luong.scores(query, memory.clone()),
+            Alignment::Additive(additive) => additive.scores_with_keys(query, keys),
+            Alignment::Luong(luong) => luong.scores_with_keys(query, keys),
             Alignment::Location(location) => location.scores(query, source_len)?,
         };
         let weights = masked_softmax(scores, padding.map(|p| p.unsqueeze_dim(1)));
@@ -143,7 +165,19 @@ impl Alignment {
         memory: Tensor<3>,
         padding: Option<Tensor<2, Bool>>,
     ) -> Result<AlignmentOutput<2>, AttnError> {
-        let output = self.forward(query.unsqueeze_dim(1), memory, padding)?;
+        let keys = self.keys(memory.clone());
+        self.step_with_keys(query, memory, keys, padding)
+    }
+
+    /// [`step`](Self::step) with the memory's [`keys`](Self::keys) already computed.
+    pub fn step_with_keys(
+        &self,
+        query: Tensor<2>,
+        memory: Tensor<3>,
+        keys: Tensor<3>,
+        padding: Option<Tensor<2, Bool>>,
+    ) -> Result<AlignmentOutput<2>, AttnError> {
+        let output = self.forward_with_keys(query.unsqueeze_dim(1), memory, keys, padding)?;
         Ok(AlignmentOutput {
             context: output.context.squeeze_dim(1),
             weights: output.weights.squeeze_dim(1),

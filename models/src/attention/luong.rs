@@ -60,19 +60,36 @@ impl LuongConfig {
 impl Luong {
     /// `[B, T, H]` × `[B, S, H]` → `[B, T, S]`.
     pub fn scores(&self, query: Tensor<3>, memory: Tensor<3>) -> Tensor<3> {
+        self.scores_with_keys(query, self.keys(memory))
+    }
+
+    /// The memory's part of the score, computed once per source sentence: `h̄_s` for dot and
+    /// general, `W_a^{(2)} h̄_s + b` for concat (`[B, S, H]`).
+    pub fn keys(&self, memory: Tensor<3>) -> Tensor<3> {
         match (&self.weight, &self.score_proj) {
-            (None, _) => query.matmul(memory.swap_dims(1, 2)),
-            (Some(general), None) => general.forward(query).matmul(memory.swap_dims(1, 2)),
+            (Some(concat), Some(_)) => {
+                let hidden = memory.dims()[2];
+                let weight = concat.weight.val(); // [2H, H] (Burn's [in, out])
+                let keys = memory.matmul(weight.narrow(0, hidden, hidden).unsqueeze());
+                match &concat.bias {
+                    Some(bias) => keys + bias.val().unsqueeze(),
+                    None => keys,
+                }
+            }
+            _ => memory,
+        }
+    }
+
+    /// Scores against precomputed [`keys`](Self::keys).
+    pub fn scores_with_keys(&self, query: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
+        match (&self.weight, &self.score_proj) {
+            (None, _) => query.matmul(keys.swap_dims(1, 2)),
+            (Some(general), None) => general.forward(query).matmul(keys.swap_dims(1, 2)),
             (Some(concat), Some(score_proj)) => {
                 let hidden = query.dims()[2];
-                let weight = concat.weight.val(); // [2H, H] (Burn's [in, out])
-                let query_part = query.matmul(weight.clone().narrow(0, 0, hidden).unsqueeze()); // [B, T, H]
-                let memory_part = memory.matmul(weight.narrow(0, hidden, hidden).unsqueeze()); // [B, S, H]
-                let mut energy =
-                    query_part.unsqueeze_dim::<4>(2) + memory_part.unsqueeze_dim::<4>(1);
-                if let Some(bias) = &concat.bias {
-                    energy = energy + bias.val().unsqueeze();
-                }
+                let weight = concat.weight.val();
+                let query_part = query.matmul(weight.narrow(0, 0, hidden).unsqueeze()); // [B, T, H]
+                let energy = query_part.unsqueeze_dim::<4>(2) + keys.unsqueeze_dim::<4>(1);
                 score_proj.forward(energy.tanh()).squeeze_dim(3)
             }
         }

@@ -5,6 +5,7 @@
 //! Shapes: `source [B, S]` token ids, `source_padding [B, S]` (`true` = padding),
 //! `target_in [B, T]` (`<bos> y_1 … y_{T-1}`) → logits `[B, T, V]`.
 
+pub mod lstm;
 pub mod rnn;
 pub mod transformer;
 
@@ -147,22 +148,28 @@ impl Seq2Seq {
             (Seq2Seq::Transformer(model), DecodeState::Transformer(state)) => {
                 Ok(model.decode(state, target_in, false)?.0)
             }
-            _ => {
-                let mut logits = Vec::with_capacity(len);
-                let mut tokens = target_in.clone().narrow(1, 0, 1).reshape([batch]);
+            (Seq2Seq::Rnn(model), DecodeState::Rnn(state)) => {
+                let gold_at = |t: usize| target_in.clone().narrow(1, t, 1).reshape([batch]);
+                if use_gold[..len].iter().all(|&gold| gold) {
+                    // Every input is known: run the steps, then W_o once over [B, T, H].
+                    let features = (0..len)
+                        .map(|t| Ok(model.step_features(state, gold_at(t))?.0))
+                        .collect::<Result<Vec<_>, AttnError>>()?;
+                    return Ok(model.project(Tensor::stack(features, 1)));
+                }
+                let mut logits: Vec<Tensor<2>> = Vec::with_capacity(len);
                 for (t, &gold) in use_gold.iter().enumerate().take(len) {
-                    if t > 0 {
-                        tokens = if gold {
-                            target_in.clone().narrow(1, t, 1).reshape([batch])
-                        } else {
-                            let previous: &Tensor<2> = logits.last().expect("t > 0");
+                    let tokens = match logits.last() {
+                        Some(previous) if !gold => {
                             previous.clone().detach().argmax(1).reshape([batch])
-                        };
-                    }
-                    logits.push(self.step(&mut state, tokens.clone(), false)?.logits);
+                        }
+                        _ => gold_at(t),
+                    };
+                    logits.push(model.step(state, tokens)?.0);
                 }
                 Ok(Tensor::stack(logits, 1))
             }
+            _ => Err(AttnError::new("decode state of another model")),
         }
     }
 }

@@ -19,13 +19,10 @@
 
 use burn::config::Config;
 use burn::module::Module;
-use burn::nn::{
-    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Linear, LinearConfig, Lstm, LstmConfig,
-    LstmState,
-};
-use burn::tensor::Device;
-use burn::tensor::{Bool, Int, Tensor};
+use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::tensor::{Bool, Device, Int, Tensor};
 
+use super::lstm::{Lstm, LstmConfig, LstmState};
 use crate::attention::{Alignment, AlignmentConfig, AlignmentScore};
 use crate::error::ensure;
 use crate::AttnError;
@@ -85,22 +82,25 @@ pub struct RnnSeq2Seq {
 /// The decoder's state between steps.
 #[derive(Debug, Clone)]
 pub struct RnnState {
-    lstm: LstmState<2>,
+    lstm: LstmState,
     /// Luong's `h̃_{t-1}` (input feeding); zeros before the first step.
     feed: Tensor<2>,
     memory: Tensor<3>,
+    /// The attention's memory-side terms, computed once.
+    keys: Tensor<3>,
     padding: Tensor<2, Bool>,
 }
 
 impl RnnState {
     /// Keeps the batch rows `indices` in that order (for beam search).
     pub fn select(&mut self, indices: Tensor<1, Int>) {
-        self.lstm = LstmState::new(
-            self.lstm.cell.clone().select(0, indices.clone()),
-            self.lstm.hidden.clone().select(0, indices.clone()),
-        );
+        self.lstm = LstmState {
+            hidden: self.lstm.hidden.clone().select(0, indices.clone()),
+            cell: self.lstm.cell.clone().select(0, indices.clone()),
+        };
         self.feed = self.feed.clone().select(0, indices.clone());
         self.memory = self.memory.clone().select(0, indices.clone());
+        self.keys = self.keys.clone().select(0, indices.clone());
         self.padding = self.padding.clone().select(0, indices);
     }
 }
@@ -113,7 +113,7 @@ impl RnnSeq2SeqConfig {
             self.source_vocab >= 1 && self.target_vocab >= 1 && embedding >= 1 && hidden >= 1,
             "vocabularies and widths must be positive: {self:?}"
         );
-        let lstm = |input| LstmConfig::new(input, hidden, true).init(device);
+        let lstm = |input| LstmConfig::new(input, hidden).init(device);
         let luong = self
             .attention
             .is_some_and(|score| score != AlignmentScore::Additive);
@@ -165,8 +165,8 @@ impl RnnSeq2Seq {
                     .expand([batch, len, width]),
             )
         };
-        let (forward, _) = self.encoder_forward.forward(embedded.clone(), None);
-        let (backward, _) = self.encoder_backward.forward(flip(embedded, width), None);
+        let forward = self.encoder_forward.forward(embedded.clone());
+        let backward = self.encoder_backward.forward(flip(embedded, width));
         let backward = flip(backward, hidden);
         let last = (lengths - 1)
             .clamp_min(0)
@@ -181,10 +181,18 @@ impl RnnSeq2Seq {
         );
         let states = Tensor::cat(vec![forward, backward], 2);
         let first = self.bridge.forward(summary).tanh();
+        let memory = self.memory.forward(states);
         RnnState {
-            lstm: LstmState::new(first.zeros_like(), first.clone()),
+            lstm: LstmState {
+                hidden: first.clone(),
+                cell: first.zeros_like(),
+            },
             feed: first.zeros_like(),
-            memory: self.memory.forward(states),
+            keys: match &self.attention {
+                Some(attention) => attention.keys(memory.clone()),
+                None => memory.clone(),
+            },
+            memory,
             padding,
         }
     }
@@ -196,49 +204,55 @@ impl RnnSeq2Seq {
         state: &mut RnnState,
         tokens: Tensor<1, Int>,
     ) -> Result<(Tensor<2>, Option<Tensor<2>>), AttnError> {
+        let (features, weights) = self.step_features(state, tokens)?;
+        Ok((self.project(features), weights))
+    }
+
+    /// `W_o` (after dropout): features `[.., H]` → logits `[.., V]`.
+    pub fn project<const D: usize>(&self, features: Tensor<D>) -> Tensor<D> {
+        self.output.forward(self.dropout.forward(features))
+    }
+
+    /// One decoder step up to the output layer: `tokens [B]` → the features `W_o` reads
+    /// (`s_t`, or Luong's `h̃_t`) `[B, H]`, and the attention weights `[B, S]`.
+    pub fn step_features(
+        &self,
+        state: &mut RnnState,
+        tokens: Tensor<1, Int>,
+    ) -> Result<(Tensor<2>, Option<Tensor<2>>), AttnError> {
         let embedded = self
             .dropout
             .forward(self.target_embedding.forward(tokens.unsqueeze_dim(1)))
             .squeeze_dim::<2>(1);
         let (Some(attention), Some(score)) = (&self.attention, self.score) else {
-            let top = self.advance(state, embedded);
-            return Ok((self.output.forward(self.dropout.forward(top)), None));
+            return Ok((self.advance(state, embedded), None));
+        };
+        let attend = |query: Tensor<2>, state: &RnnState| {
+            attention.step_with_keys(
+                query,
+                state.memory.clone(),
+                state.keys.clone(),
+                Some(state.padding.clone()),
+            )
         };
         if score == AlignmentScore::Additive {
-            let aligned = attention.step(
-                state.lstm.hidden.clone(),
-                state.memory.clone(),
-                Some(state.padding.clone()),
-            )?;
+            let aligned = attend(state.lstm.hidden.clone(), state)?;
             let top = self.advance(state, Tensor::cat(vec![embedded, aligned.context], 1));
-            return Ok((
-                self.output.forward(self.dropout.forward(top)),
-                Some(aligned.weights),
-            ));
+            return Ok((top, Some(aligned.weights)));
         }
         let top = self.advance(state, Tensor::cat(vec![embedded, state.feed.clone()], 1));
-        let aligned = attention.step(
-            top.clone(),
-            state.memory.clone(),
-            Some(state.padding.clone()),
-        )?;
+        let aligned = attend(top.clone(), state)?;
         let combine = self.combine.as_ref().expect("Luong attention has W_c");
         let attentional = combine
             .forward(Tensor::cat(vec![aligned.context, top], 1))
             .tanh();
         state.feed = attentional.clone();
-        Ok((
-            self.output.forward(self.dropout.forward(attentional)),
-            Some(aligned.weights),
-        ))
+        Ok((attentional, Some(aligned.weights)))
     }
 
     /// Runs the decoder LSTM one step on `input [B, ·]`, returning `s_t [B, H]`.
     fn advance(&self, state: &mut RnnState, input: Tensor<2>) -> Tensor<2> {
-        let (output, lstm) = self
-            .decoder
-            .forward(input.unsqueeze_dim(1), Some(state.lstm.clone()));
-        state.lstm = lstm;
-        output.squeeze_dim(1)
+        state.lstm = self.decoder.step(input, state.lstm.clone());
+        state.lstm.hidden.clone()
     }
 }

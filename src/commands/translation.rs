@@ -10,7 +10,7 @@ use burn::tensor::Device;
 use clap::{Args, ValueEnum};
 
 use crate::heatmap::Heatmap;
-use crate::sentence_embedding::home_cache;
+use crate::home_cache;
 use crate::translation::batch::examples;
 use crate::translation::checkpoint::{Checkpoint, Vocabularies};
 use crate::translation::corpus::{self, find_corpus, read_split, Pair, Split};
@@ -348,6 +348,17 @@ fn score(
         corpus_bleu(&hypotheses, &references)?,
         corpus_chrf(&hypotheses, &references)?,
     ))
+}
+
+/// The translations of `pairs`' German sides by the checkpoint in `dir`.
+pub fn translate_pairs(
+    dir: &Path,
+    pairs: &[Pair],
+    decode: DecodeArgs,
+    device: &DeviceArgs,
+) -> Result<Vec<String>, CliError> {
+    let sources: Vec<String> = pairs.iter().map(|p| p.german.clone()).collect();
+    Translator::open(dir, device)?.translate(&sources, decode)
 }
 
 /// `attnzoo bleu`: corpus BLEU of stdin against `reference`, as sacreBLEU prints it or as JSON.

@@ -10,9 +10,9 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::sentence_embedding::home_cache;
+use crate::debian;
+use crate::home_cache;
 use crate::CliError;
 
 /// A German sentence and its English translation.
@@ -167,7 +167,7 @@ pub fn fetch(cache: Option<PathBuf>) -> Result<PathBuf, CliError> {
 }
 
 fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
-    let deb = download_package(work)?;
+    let deb = debian::download("trans-de-en", work)?;
     let version = deb
         .file_name()
         .and_then(|name| name.to_str())
@@ -180,10 +180,7 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
         eprintln!("corpus already in {}", dir.display());
         return Ok(dir);
     }
-    run(Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(&deb)
-        .arg(work.join("root")))?;
+    debian::extract(&deb, &work.join("root"))?;
     let dictionary_path = work.join("root/usr/share/trans/de-en");
     let dictionary = fs::read_to_string(&dictionary_path).map_err(|error| {
         CliError::Input(format!(
@@ -204,68 +201,6 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
         write_atomically(&dir.join(split.file_name()), lines.as_bytes())?;
     }
     Ok(dir)
-}
-
-/// `apt-get download trans-de-en` into `work`; when apt knows no such package and we are root,
-/// `apt-get update` first (and say so).
-fn download_package(work: &Path) -> Result<PathBuf, CliError> {
-    let download = || {
-        Command::new("apt-get")
-            .args(["download", "trans-de-en"])
-            .current_dir(work)
-            .output()
-    };
-    let output = download().map_err(|error| {
-        CliError::Input(format!(
-            "cannot run apt-get ({error}): this needs a Debian-based system"
-        ))
-    })?;
-    let output = if output.status.success() {
-        output
-    } else if is_root() {
-        eprintln!("apt-get download failed; running apt-get update (as root) and retrying");
-        run(Command::new("apt-get").arg("update"))?;
-        download().map_err(|error| CliError::Input(format!("apt-get: {error}")))?
-    } else {
-        return Err(CliError::Input(format!(
-            "apt-get download trans-de-en failed ({}); if apt's package lists are empty, run `sudo apt-get update` and retry",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    };
-    if !output.status.success() {
-        return Err(CliError::Input(format!(
-            "apt-get download trans-de-en failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    fs::read_dir(work)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .find(|path| path.extension().is_some_and(|ext| ext == "deb"))
-        .ok_or_else(|| CliError::Input("apt-get download left no .deb file".into()))
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|output| output.stdout.trim_ascii() == b"0")
-}
-
-fn run(command: &mut Command) -> Result<(), CliError> {
-    let output = command
-        .output()
-        .map_err(|error| CliError::Input(format!("cannot run {command:?}: {error}")))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(CliError::Input(format!(
-            "{command:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )))
-    }
 }
 
 #[cfg(test)]

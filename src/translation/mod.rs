@@ -6,5 +6,6 @@ pub mod checkpoint;
 pub mod corpus;
 pub mod decode;
 pub mod metrics;
+pub mod report;
 pub mod train;
 pub mod vocab;

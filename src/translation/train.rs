@@ -157,8 +157,9 @@ pub fn mean_loss(
     Ok(total / tokens.max(1) as f64)
 }
 
-/// Trains `model` (initialised on `device.autodiff()`) until the configured epochs are done or `max_minutes`
-/// of training time (this run's and earlier runs') have passed; checkpoints after every epoch.
+/// Trains `model` (initialised on `device.autodiff()`) until the configured epochs are done or
+/// `max_minutes` of training time (this run's and earlier runs') have passed — the epoch under
+/// way then ends early — and checkpoints after every epoch.
 pub fn train(
     checkpoint: &mut Checkpoint,
     mut model: Seq2Seq,
@@ -188,14 +189,16 @@ pub fn train(
         let mut progress = Progress::new(batches.len());
         let (mut loss_sum, mut token_sum) = (0.0, 0usize);
         let epoch_started = Instant::now();
+        let mut trained_batches = 0;
+        let mut out_of_time = false;
         for (done, indices) in batches.iter().enumerate() {
             if budget
                 .is_some_and(|budget| seconds_before + started.elapsed().as_secs_f64() >= budget)
             {
-                progress.finish();
-                eprintln!("time budget of {:.1} min reached during epoch {epoch}: keeping the checkpoint of epoch {}", max_minutes.unwrap_or(0.0), state.epoch);
-                return Ok(model);
+                out_of_time = true;
+                break;
             }
+            trained_batches += 1;
             let batch = batch(&data.train, indices, &train_device);
             let [rows, len] = batch.target_in.dims();
             let use_gold: Vec<bool> = (0..len)
@@ -237,6 +240,17 @@ pub fn train(
             );
         }
         progress.finish();
+        if trained_batches == 0 {
+            eprintln!(
+                "time budget of {:.1} min reached: keeping the checkpoint of epoch {}",
+                max_minutes.unwrap_or(0.0),
+                state.epoch
+            );
+            return Ok(model);
+        }
+        if out_of_time {
+            eprintln!("time budget of {:.1} min reached after {trained_batches} of {} batches: epoch {epoch} ends here", max_minutes.unwrap_or(0.0), batches.len());
+        }
         let valid_model = model.valid();
         let valid_loss = mean_loss(
             &valid_model,
@@ -271,6 +285,9 @@ pub fn train(
             state.seconds
         );
         checkpoint.save(&model, state.clone())?;
+        if out_of_time {
+            break;
+        }
     }
     Ok(model)
 }

@@ -79,7 +79,7 @@ fn run(args: &Args) -> Result<(), String> {
             batch_size: 64,
             learning_rate: None,
             teacher_forcing: 1.0,
-            warmup_steps: 400,
+            warmup_steps: 100,
             label_smoothing: 0.1,
             seed: 42,
             train_limit: None,

@@ -80,7 +80,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1.0)]
     pub teacher_forcing: f64,
     /// Linear warmup steps before the 1/√step decay
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 100)]
     pub warmup_steps: usize,
     /// Label smoothing
     #[arg(long, default_value_t = 0.1)]
@@ -496,7 +496,7 @@ pub fn demo(
         batch_size: 64,
         learning_rate: None,
         teacher_forcing: 1.0,
-        warmup_steps: 400,
+        warmup_steps: 100,
         label_smoothing: 0.1,
         seed: 42,
         train_limit: None,

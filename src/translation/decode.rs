@@ -8,7 +8,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::batch::padded;
-use super::vocab::{BOS_ID, EOS_ID};
+use super::vocab::{BOS_ID, EOS_ID, PAD_ID, UNK_ID};
 use crate::CliError;
 
 /// Beam search settings.
@@ -48,6 +48,17 @@ pub struct Hypothesis {
 
 /// Attention maps of one greedy translation: `[layer][head][target step][source position]`.
 pub type AttentionMaps = Vec<Vec<Vec<Vec<f32>>>>;
+
+/// Added to the logits while decoding: `<pad>`, `<bos>` and `<unk>` are never produced, so an
+/// unknown source word is translated by the nearest word the model knows, not by `<unk>`.
+fn never_produced(logits: &Tensor<2>) -> Tensor<2> {
+    let vocab = logits.dims()[1];
+    let mut bias = vec![0.0f32; vocab];
+    for id in [PAD_ID, BOS_ID, UNK_ID] {
+        bias[id] = -1e9;
+    }
+    Tensor::<1>::from_data(TensorData::new(bias, [vocab]), &logits.device()).unsqueeze()
+}
 
 fn step_limit(source_len: usize, ratio: f64, max_len: usize) -> usize {
     ((ratio * source_len as f64).ceil() as usize + 5).min(max_len.max(1))
@@ -93,8 +104,7 @@ fn greedy_rows(
         if need_weights {
             weights.push(step.weights);
         }
-        let next: Vec<i64> = step
-            .logits
+        let next: Vec<i64> = (step.logits.clone() + never_produced(&step.logits))
             .argmax(1)
             .into_data()
             .convert::<i64>()
@@ -186,7 +196,10 @@ pub fn beam_search(
             .collect();
         let step = model.step(&mut state, ids_tensor(&last, device), false)?;
         let vocab = step.logits.dims()[1];
-        let log_probs = to_vec_f32(log_softmax(step.logits, 1))?;
+        let log_probs = to_vec_f32(log_softmax(
+            step.logits.clone() + never_produced(&step.logits),
+            1,
+        ))?;
         let mut candidates: Vec<(f64, usize, usize)> = Vec::with_capacity(alive.len() * vocab);
         for (parent, (_, score)) in alive.iter().enumerate() {
             for (token, &lp) in log_probs[parent * vocab..(parent + 1) * vocab]

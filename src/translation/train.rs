@@ -38,7 +38,7 @@ pub struct TrainConfig {
     #[config(default = 1e-3)]
     pub learning_rate: f64,
     /// Steps of linear warmup; the rate then decays as `1/√step`.
-    #[config(default = 400)]
+    #[config(default = 100)]
     pub warmup_steps: usize,
     /// Label smoothing ε.
     #[config(default = 0.1)]

@@ -26,8 +26,9 @@ const MARGIN: i32 = 120;
 impl Heatmap<'_> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);
+        let title = 9 * self.title.chars().count() as i32; // about 9 px a character at 15 px
         (
-            (MARGIN + cols * CELL + 20) as u32,
+            (MARGIN + (cols * CELL).max(title) + 20) as u32,
             (MARGIN + rows * CELL + 20) as u32,
         )
     }

@@ -69,22 +69,13 @@ fn run(args: &Args) -> Result<(), String> {
         let out = args.out.join(name);
         let resume = out.join("state.json").is_file();
         let checkpoint = train_command(&TrainArgs {
-            out: out.clone(),
             model,
             attention,
-            hidden: 256,
             epochs: Some(100),
             max_minutes: Some(args.minutes),
             resume,
-            batch_size: 64,
-            learning_rate: None,
-            teacher_forcing: 1.0,
-            warmup_steps: 100,
-            label_smoothing: 0.1,
-            seed: 42,
-            train_limit: None,
-            corpus: None,
             device: args.device.clone(),
+            ..TrainArgs::defaults(&out)
         })
         .map_err(|e| format!("{name}: {e}"))?;
         if checkpoint.state.weights.is_empty() {

@@ -6,12 +6,12 @@
 //! `~/.cache/attnzoo/all-MiniLM-L6-v2`); the reference vectors come from
 //! `scripts/gen_embed_reference.py`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use attnzoo::sentence_embedding::{default_model_dir, SentenceEmbedder};
 use attnzoo_backends::test_devices;
+
+mod common;
 
 const TOLERANCE: f32 = 1e-4;
 
@@ -86,24 +86,7 @@ fn minilm_matches_sentence_transformers_on_every_backend() {
 }
 
 fn run_embed(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attnzoo"))
-        .arg("embed")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that fails before reading its input closes the pipe: that is not an error here.
-    if let Err(error) = child.stdin.take().unwrap().write_all(stdin) {
-        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
-    }
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+    common::attnzoo(&[&["embed"], args].concat(), stdin)
 }
 
 #[test]

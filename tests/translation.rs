@@ -2,11 +2,11 @@
 //! ndarray → checkpoint → resume → translate and eval, and the same checkpoint decoded on every
 //! usable backend. Bad checkpoints and bad input give one-line errors.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use attnzoo_backends::test_devices;
+
+mod common;
 
 const SUBJECTS: [(&str, &str); 5] = [
     ("Der Hund", "The dog"),
@@ -50,23 +50,7 @@ fn write_corpus(dir: &Path) {
 }
 
 fn attnzoo(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attnzoo"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that fails before reading its input closes the pipe: that is not an error here.
-    if let Err(error) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
-        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
-    }
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+    common::attnzoo(args, stdin.as_bytes())
 }
 
 fn workdir(name: &str) -> PathBuf {

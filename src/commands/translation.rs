@@ -98,6 +98,23 @@ pub struct TrainArgs {
     pub device: DeviceArgs,
 }
 
+impl TrainArgs {
+    /// The `attnzoo train` defaults (clap's, so they are written once) for a run in `out`.
+    pub fn defaults(out: &Path) -> Self {
+        #[derive(clap::Parser)]
+        struct Train {
+            #[command(flatten)]
+            args: TrainArgs,
+        }
+        <Train as clap::Parser>::parse_from([
+            std::ffi::OsStr::new("train"),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ])
+        .args
+    }
+}
+
 /// Decoding options.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct DecodeArgs {
@@ -486,22 +503,12 @@ pub fn demo(
         checkpoint_dir.display()
     );
     let args = TrainArgs {
-        out: checkpoint_dir.clone(),
         model,
-        attention: AttentionKind::Bahdanau,
-        hidden: 256,
         epochs: Some(100),
         max_minutes: Some(trained_before / 60.0 + minutes),
         resume,
-        batch_size: 64,
-        learning_rate: None,
-        teacher_forcing: 1.0,
-        warmup_steps: 100,
-        label_smoothing: 0.1,
-        seed: 42,
-        train_limit: None,
-        corpus: None,
         device: device.clone(),
+        ..TrainArgs::defaults(&checkpoint_dir)
     };
     let checkpoint = train_command(&args)?;
     if checkpoint.state.weights.is_empty() {

@@ -51,13 +51,13 @@ pub type AttentionMaps = Vec<Vec<Vec<Vec<f32>>>>;
 
 /// Added to the logits while decoding: `<pad>`, `<bos>` and `<unk>` are never produced, so an
 /// unknown source word is translated by the nearest word the model knows, not by `<unk>`.
-fn never_produced(logits: &Tensor<2>) -> Tensor<2> {
-    let vocab = logits.dims()[1];
+fn never_produced(model: &Seq2Seq, device: &Device) -> Tensor<2> {
+    let vocab = model.target_vocab();
     let mut bias = vec![0.0f32; vocab];
     for id in [PAD_ID, BOS_ID, UNK_ID] {
         bias[id] = -1e9;
     }
-    Tensor::<1>::from_data(TensorData::new(bias, [vocab]), &logits.device()).unsqueeze()
+    Tensor::<1>::from_data(TensorData::new(bias, [vocab]), device).unsqueeze()
 }
 
 fn step_limit(source_len: usize, ratio: f64, max_len: usize) -> usize {
@@ -66,7 +66,8 @@ fn step_limit(source_len: usize, ratio: f64, max_len: usize) -> usize {
 
 fn ids_tensor(ids: &[usize], device: &Device) -> Tensor<1, Int> {
     let ids: Vec<i64> = ids.iter().map(|&id| id as i64).collect();
-    Tensor::from_data(TensorData::new(ids.clone(), [ids.len()]), device)
+    let len = ids.len();
+    Tensor::from_data(TensorData::new(ids, [len]), device)
 }
 
 fn to_vec_f32<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, CliError> {
@@ -90,6 +91,7 @@ fn greedy_rows(
 ) -> Result<(Vec<Vec<usize>>, StepWeights), CliError> {
     let (source, padding) = padded(rows, device);
     let mut state = model.encode(source, padding)?;
+    let banned = never_produced(model, device);
     let limit = rows
         .iter()
         .map(|row| step_limit(row.len(), 2.0, max_len))
@@ -104,7 +106,7 @@ fn greedy_rows(
         if need_weights {
             weights.push(step.weights);
         }
-        let next: Vec<i64> = (step.logits.clone() + never_produced(&step.logits))
+        let next: Vec<i64> = (step.logits + banned.clone())
             .argmax(1)
             .into_data()
             .convert::<i64>()
@@ -186,6 +188,7 @@ pub fn beam_search(
     let penalty = |len: usize| ((5.0 + len as f64) / 6.0).powf(config.alpha);
     let (source_tensor, padding) = padded(&[source.to_vec()], device);
     let mut state = model.encode(source_tensor, padding)?;
+    let banned = never_produced(model, device);
     let limit = step_limit(source.len(), config.max_len_ratio, max_len);
     let mut alive: Vec<(Vec<usize>, f64)> = vec![(Vec::new(), 0.0)];
     let mut finished: Vec<Hypothesis> = Vec::new();
@@ -196,10 +199,7 @@ pub fn beam_search(
             .collect();
         let step = model.step(&mut state, ids_tensor(&last, device), false)?;
         let vocab = step.logits.dims()[1];
-        let log_probs = to_vec_f32(log_softmax(
-            step.logits.clone() + never_produced(&step.logits),
-            1,
-        ))?;
+        let log_probs = to_vec_f32(log_softmax(step.logits + banned.clone(), 1))?;
         let mut candidates: Vec<(f64, usize, usize)> = Vec::with_capacity(alive.len() * vocab);
         for (parent, (_, score)) in alive.iter().enumerate() {
             for (token, &lp) in log_probs[parent * vocab..(parent + 1) * vocab]

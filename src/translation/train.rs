@@ -13,12 +13,12 @@ use attnzoo_models::seq2seq::Seq2Seq;
 use burn::config::Config;
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::Module;
-use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsParams};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 
-use super::batch::{batch, bucketed, Example, SplitMix};
-use super::checkpoint::{Checkpoint, EpochRecord, TrainState};
+use super::batch::{batch, bucketed, Batch, Example, SplitMix};
+use super::checkpoint::{Checkpoint, EpochRecord};
 use super::corpus::Pair;
 use super::decode::greedy;
 use super::metrics::corpus_bleu;
@@ -123,6 +123,35 @@ impl Progress {
     }
 }
 
+/// Cross-entropy over target tokens, ignoring `<pad>`, with label smoothing `ε` (none at 0).
+fn loss_function(label_smoothing: f32, device: &Device) -> CrossEntropyLoss {
+    CrossEntropyLossConfig::new()
+        .with_pad_tokens(Some(vec![PAD_ID]))
+        .with_smoothing((label_smoothing > 0.0).then_some(label_smoothing))
+        .init(device)
+}
+
+/// The batch's mean loss per target token; `use_gold[t]` picks teacher forcing at step `t`.
+fn batch_loss(
+    model: &Seq2Seq,
+    loss_fn: &CrossEntropyLoss,
+    batch: Batch,
+    use_gold: &[bool],
+) -> Result<Tensor<1>, CliError> {
+    let [rows, len] = batch.target_in.dims();
+    let logits = model.teacher_forced(
+        batch.source,
+        batch.source_padding,
+        batch.target_in,
+        use_gold,
+    )?;
+    let vocab = logits.dims()[2];
+    Ok(loss_fn.forward(
+        logits.reshape([rows * len, vocab]),
+        batch.target_out.reshape([rows * len]),
+    ))
+}
+
 /// Mean loss per target token over `examples`, without autodiff.
 pub fn mean_loss(
     model: &Seq2Seq,
@@ -131,28 +160,15 @@ pub fn mean_loss(
     label_smoothing: f32,
     device: &Device,
 ) -> Result<f64, CliError> {
-    let loss_fn = CrossEntropyLossConfig::new()
-        .with_pad_tokens(Some(vec![PAD_ID]))
-        .with_smoothing((label_smoothing > 0.0).then_some(label_smoothing))
-        .init(device);
+    let loss_fn = loss_function(label_smoothing, device);
     let (mut total, mut tokens) = (0.0, 0usize);
     let indices: Vec<usize> = (0..examples.len()).collect();
     for chunk in indices.chunks(batch_size.max(1)) {
         let batch = batch(examples, chunk, device);
-        let [rows, len] = batch.target_in.dims();
-        let logits = model.teacher_forced(
-            batch.source,
-            batch.source_padding,
-            batch.target_in,
-            &vec![true; len],
-        )?;
-        let vocab = logits.dims()[2];
-        let loss = loss_fn.forward(
-            logits.reshape([rows * len, vocab]),
-            batch.target_out.reshape([rows * len]),
-        );
-        total += loss.into_scalar::<f32>() as f64 * batch.target_tokens as f64;
-        tokens += batch.target_tokens;
+        let (len, target_tokens) = (batch.target_in.dims()[1], batch.target_tokens);
+        let loss = batch_loss(model, &loss_fn, batch, &vec![true; len])?;
+        total += loss.into_scalar::<f32>() as f64 * target_tokens as f64;
+        tokens += target_tokens;
     }
     Ok(total / tokens.max(1) as f64)
 }
@@ -174,14 +190,11 @@ pub fn train(
     let mut optimizer = AdamConfig::new()
         .with_grad_clipping(Some(GradientClippingConfig::Norm(config.clip_norm)))
         .init();
-    let loss_fn = CrossEntropyLossConfig::new()
-        .with_pad_tokens(Some(vec![PAD_ID]))
-        .with_smoothing((config.label_smoothing > 0.0).then_some(config.label_smoothing))
-        .init(&train_device);
+    let loss_fn = loss_function(config.label_smoothing, &train_device);
     let budget = max_minutes.map(|minutes| minutes * 60.0);
     let started = Instant::now();
-    let elapsed = |state: &TrainState| state.seconds + started.elapsed().as_secs_f64();
     let seconds_before = state.seconds;
+    let trained_seconds = || seconds_before + started.elapsed().as_secs_f64();
     while state.epoch < config.epochs {
         let epoch = state.epoch + 1;
         let mut rng = SplitMix(config.seed ^ (epoch as u64).wrapping_mul(0x9e37_79b9));
@@ -192,29 +205,17 @@ pub fn train(
         let mut trained_batches = 0;
         let mut out_of_time = false;
         for (done, indices) in batches.iter().enumerate() {
-            if budget
-                .is_some_and(|budget| seconds_before + started.elapsed().as_secs_f64() >= budget)
-            {
+            if budget.is_some_and(|budget| trained_seconds() >= budget) {
                 out_of_time = true;
                 break;
             }
             trained_batches += 1;
             let batch = batch(&data.train, indices, &train_device);
-            let [rows, len] = batch.target_in.dims();
-            let use_gold: Vec<bool> = (0..len)
+            let target_tokens = batch.target_tokens;
+            let use_gold: Vec<bool> = (0..batch.target_in.dims()[1])
                 .map(|_| rng.next_f64() < config.teacher_forcing)
                 .collect();
-            let logits = model.teacher_forced(
-                batch.source,
-                batch.source_padding,
-                batch.target_in,
-                &use_gold,
-            )?;
-            let vocab = logits.dims()[2];
-            let loss = loss_fn.forward(
-                logits.reshape([rows * len, vocab]),
-                batch.target_out.reshape([rows * len]),
-            );
+            let loss = batch_loss(&model, &loss_fn, batch, &use_gold)?;
             let loss_value = loss.clone().into_scalar::<f32>() as f64;
             if !loss_value.is_finite() {
                 return Err(CliError::Input(format!(
@@ -226,8 +227,8 @@ pub fn train(
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             state.step += 1;
             model = optimizer.step(config.learning_rate_at(state.step), model, grads);
-            loss_sum += loss_value * batch.target_tokens as f64;
-            token_sum += batch.target_tokens;
+            loss_sum += loss_value * target_tokens as f64;
+            token_sum += target_tokens;
             let rate = token_sum as f64 / epoch_started.elapsed().as_secs_f64().max(1e-9);
             progress.show(
                 done + 1,
@@ -267,10 +268,7 @@ pub fn train(
         let references: Vec<String> = data.valid_pairs.iter().map(|p| p.english.clone()).collect();
         let bleu = corpus_bleu(&hypotheses, &references)?;
         state.epoch = epoch;
-        state.seconds = elapsed(&TrainState {
-            seconds: seconds_before,
-            ..TrainState::default()
-        });
+        state.seconds = trained_seconds();
         state.history.push(EpochRecord {
             epoch,
             train_loss: loss_sum / token_sum.max(1) as f64,

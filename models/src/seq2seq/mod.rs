@@ -79,6 +79,14 @@ impl DecodeState {
 }
 
 impl Seq2Seq {
+    /// Target vocabulary size `V`.
+    pub fn target_vocab(&self) -> usize {
+        match self {
+            Seq2Seq::Rnn(model) => model.output.weight.dims()[1],
+            Seq2Seq::Transformer(model) => model.output.weight.dims()[1],
+        }
+    }
+
     /// Encodes the source into the decoder's first state.
     pub fn encode(
         &self,

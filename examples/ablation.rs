@@ -4,6 +4,7 @@
 //! (2015), Figure 2.
 //!
 //!     cargo run --release --example ablation -- [--minutes 5] [--out runs/ablation] [--backend ndarray]
+//!         [--bpe N] [--rows rnn-none,rnn-bahdanau,rnn-luong-general,transformer]
 //!
 //! One row alone: `attnzoo train --out runs/ablation/<row> --max-minutes M --model rnn
 //! --attention general` (or `--attention none|bahdanau`, or `--model transformer`), then
@@ -30,6 +31,12 @@ struct Args {
     /// Output folder (one checkpoint per row, the table and the plot)
     #[arg(long, default_value = "runs/ablation")]
     out: PathBuf,
+    /// Subword vocabulary size per language (0: whole words) [default: `attnzoo train`'s]
+    #[arg(long)]
+    bpe: Option<usize>,
+    /// The rows to run, by name [default: all]
+    #[arg(long, value_delimiter = ',')]
+    rows: Vec<String>,
     #[command(flatten)]
     device: DeviceArgs,
 }
@@ -65,8 +72,23 @@ fn run(args: &Args) -> Result<(), String> {
         "| model | epochs | training time | test BLEU (greedy) |\n|---|---|---|---|\n",
     );
     let mut series = Vec::new();
-    for (name, model, attention) in ROWS {
+    let unknown: Vec<&String> = args
+        .rows
+        .iter()
+        .filter(|row| !ROWS.iter().any(|(name, _, _)| name == row))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "unknown rows {unknown:?}: the rows are {:?}",
+            ROWS.map(|r| r.0)
+        ));
+    }
+    let rows = ROWS
+        .iter()
+        .filter(|(name, _, _)| args.rows.is_empty() || args.rows.iter().any(|row| row == name));
+    for &(name, model, attention) in rows {
         let out = args.out.join(name);
+        let defaults = TrainArgs::defaults(&out);
         let resume = out.join("state.json").is_file();
         let checkpoint = train_command(&TrainArgs {
             model,
@@ -74,8 +96,9 @@ fn run(args: &Args) -> Result<(), String> {
             epochs: Some(100),
             max_minutes: Some(args.minutes),
             resume,
+            bpe: args.bpe.unwrap_or(defaults.bpe),
             device: args.device.clone(),
-            ..TrainArgs::defaults(&out)
+            ..defaults
         })
         .map_err(|e| format!("{name}: {e}"))?;
         if checkpoint.state.weights.is_empty() {

@@ -95,6 +95,15 @@ fn history(checkpoint: &Path) -> Vec<serde_json::Value> {
     state["history"].as_array().unwrap().clone()
 }
 
+/// The names of the files in `dir` that start with `start`.
+fn files_starting(dir: &Path, start: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|name| name.starts_with(start))
+        .collect()
+}
+
 #[test]
 fn train_resume_translate_and_eval_then_decode_on_every_backend() {
     let dir = workdir("translation");
@@ -118,19 +127,10 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
             "training lowers the loss: {epochs:?}"
         );
         assert_eq!(
-            std::fs::read_dir(&checkpoint)
-                .unwrap()
-                .filter(|e| {
-                    e.as_ref()
-                        .unwrap()
-                        .file_name()
-                        .to_string_lossy()
-                        .starts_with("weights-")
-                })
-                .count(),
-            1,
-            "only the current weights are kept"
+            files_starting(&checkpoint, "weights-"),
+            ["weights-epoch-4.safetensors"]
         );
+        assert_eq!(files_starting(&checkpoint, "adam-"), ["adam-epoch-4.bpk"]);
 
         let input = "Der Hund schläft heute.\n\nDas Kind singt oft.\nDer Zauberer tanzt.\n";
         let mut outputs = Vec::new();
@@ -207,6 +207,43 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
             .iter()
             .all(|png| Path::new(png).is_file() && Path::new(png).with_extension("svg").is_file()));
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_subword_vocabulary_trains_resumes_and_translates() {
+    let dir = workdir("translation-bpe");
+    write_corpus(&dir.join("corpus"));
+    let checkpoint = dir.join("rnn");
+    let (code, _, stderr) = train(&dir, "rnn", "1", &["--bpe", "80"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("subword vocabularies"), "{stderr}");
+    let (code, _, stderr) = train(&dir, "rnn", "2", &["--resume"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !stderr.contains("start from zero"),
+        "Adam's state is restored: {stderr}"
+    );
+    let vocab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(checkpoint.join("vocab.json")).unwrap())
+            .unwrap();
+    let source_tokens = vocab["source"]["tokens"].as_array().unwrap();
+    assert!(source_tokens.len() <= 80 && vocab["source"]["bpe"]["merges"].is_array());
+    let (code, stdout, stderr) = attnzoo(
+        &[
+            "translate",
+            "--checkpoint",
+            checkpoint.to_str().unwrap(),
+            "--beam",
+            "2",
+        ],
+        "Der Zauberer tanzt.\n\n",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout:?}");
+    assert!(!lines[0].contains("##"), "subwords are joined: {stdout:?}");
+    assert_eq!(lines[1], "");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -17,7 +17,7 @@ use crate::translation::corpus::{self, find_corpus, read_split, Pair, Split};
 use crate::translation::decode::{attend, beam, greedy, BeamConfig};
 use crate::translation::metrics::{corpus_bleu, corpus_chrf};
 use crate::translation::train::{train, Data, TrainConfig};
-use crate::translation::vocab::{tokenize, Vocab, EOS};
+use crate::translation::vocab::{Vocab, EOS, UNK_ID};
 use crate::CliError;
 
 /// Which translation model.
@@ -85,6 +85,10 @@ pub struct TrainArgs {
     /// Label smoothing
     #[arg(long, default_value_t = 0.1)]
     pub label_smoothing: f32,
+    /// Split words into subwords: a byte-pair-encoding vocabulary of this many tokens per
+    /// language (0: whole words, those seen at least twice)
+    #[arg(long, default_value_t = 0)]
+    pub bpe: usize,
     /// Seed of weights, data order and teacher forcing
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -199,6 +203,7 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
             .with_teacher_forcing(args.teacher_forcing)
             .with_label_smoothing(args.label_smoothing)
             .with_seed(args.seed)
+            .with_bpe_vocab(args.bpe)
             .with_learning_rate(args.learning_rate.unwrap_or(match args.model {
                 ModelKind::Rnn => 1e-3,
                 ModelKind::Transformer => 5e-4,
@@ -206,21 +211,27 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
         if let Some(epochs) = args.epochs {
             config.epochs = epochs;
         }
+        let build = |side: fn(&Pair) -> &str| {
+            let sentences = train_pairs.iter().map(side);
+            if config.bpe_vocab == 0 {
+                Ok(Vocab::build(sentences, config.min_count, config.max_vocab))
+            } else {
+                Vocab::build_bpe(sentences, config.min_count, config.bpe_vocab)
+                    .map_err(CliError::Input)
+            }
+        };
         let vocab = Vocabularies {
-            source: Vocab::build(
-                train_pairs.iter().map(|p| p.german.as_str()),
-                config.min_count,
-                config.max_vocab,
-            ),
-            target: Vocab::build(
-                train_pairs.iter().map(|p| p.english.as_str()),
-                config.min_count,
-                config.max_vocab,
-            ),
+            source: build(|pair| &pair.german)?,
+            target: build(|pair| &pair.english)?,
         };
         eprintln!(
-            "{} training pairs, vocabularies {} (German) and {} (English) tokens",
+            "{} training pairs, {} vocabularies of {} (German) and {} (English) tokens",
             train_pairs.len(),
+            if config.bpe_vocab == 0 {
+                "word"
+            } else {
+                "subword"
+            },
             vocab.source.len(),
             vocab.target.len()
         );
@@ -427,14 +438,16 @@ fn write_heatmaps(
         ));
     }
     let vocab = &translator.checkpoint.vocab;
-    let columns: Vec<String> = source
-        .iter()
-        .zip(tokenize(sentence))
-        .map(|(&id, word)| {
-            if vocab.source.token(id) == word {
-                word
+    let columns: Vec<String> = vocab
+        .source
+        .pieces(sentence)
+        .into_iter()
+        .take(source.len())
+        .map(|(id, text)| {
+            if id == UNK_ID {
+                format!("{text}*")
             } else {
-                format!("{word}*")
+                text
             }
         })
         .collect();

@@ -3,8 +3,8 @@
 //! gradient-norm clipping, length-bucketed batches, validation loss and greedy BLEU each epoch,
 //! a progress line, an atomic checkpoint each epoch, a time budget, a fixed seed.
 //!
-//! Resuming restores the weights, the step (so the learning-rate schedule continues), the epoch
-//! and the data order; Adam's moment estimates restart from zero.
+//! Resuming restores the weights, Adam's moment estimates, the step (so the learning-rate
+//! schedule continues), the epoch and the data order.
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -61,6 +61,10 @@ pub struct TrainConfig {
     /// Largest vocabulary, specials included.
     #[config(default = 12000)]
     pub max_vocab: usize,
+    /// Tokens per language of a byte-pair-encoding subword vocabulary, specials included;
+    /// 0 keeps whole words.
+    #[config(default = 0)]
+    pub bpe_vocab: usize,
 }
 
 /// The training and validation data.
@@ -178,7 +182,7 @@ pub fn mean_loss(
 /// way then ends early — and checkpoints after every epoch.
 pub fn train(
     checkpoint: &mut Checkpoint,
-    mut model: Seq2Seq,
+    model: Seq2Seq,
     data: &Data,
     device: &Device,
     max_minutes: Option<f64>,
@@ -187,9 +191,14 @@ pub fn train(
     let mut state = checkpoint.state.clone();
     let train_device = device.clone().autodiff();
     train_device.seed(config.seed.wrapping_add(state.step as u64));
-    let mut optimizer = AdamConfig::new()
+    let optimizer = AdamConfig::new()
         .with_grad_clipping(Some(GradientClippingConfig::Norm(config.clip_norm)))
         .init();
+    let (mut model, mut optimizer) = if state.weights.is_empty() {
+        (model, optimizer)
+    } else {
+        checkpoint.restore_optimizer(model, optimizer)?
+    };
     let loss_fn = loss_function(config.label_smoothing, &train_device);
     let budget = max_minutes.map(|minutes| minutes * 60.0);
     let started = Instant::now();
@@ -282,7 +291,7 @@ pub fn train(
             bleu.score,
             state.seconds
         );
-        checkpoint.save(&model, state.clone())?;
+        checkpoint.save(&model, &optimizer, state.clone())?;
         if out_of_time {
             break;
         }

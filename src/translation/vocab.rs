@@ -1,9 +1,14 @@
-//! Word-level vocabularies: a sentence becomes words and punctuation marks; words seen fewer
-//! than `min_count` times in the training split become `<unk>`.
+//! Vocabularies. A sentence first becomes words and punctuation marks ([`tokenize`]); then either
+//! each word is a token (words seen fewer than `min_count` times in the training split become
+//! `<unk>`), or each word is split into subwords by byte-pair encoding (Sennrich et al. 2016)
+//! learned on the training split with the `tokenizers` crate: pieces after a word's first carry
+//! the [`CONTINUATION`] prefix, so decoding glues them back.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
+use tokenizers::{AddedToken, Model, Trainer};
 
 /// Padding (id 0), ignored by the loss.
 pub const PAD: &str = "<pad>";
@@ -23,10 +28,16 @@ pub const EOS_ID: usize = 2;
 /// Id of [`UNK`].
 pub const UNK_ID: usize = 3;
 
+/// Marks a subword that continues the word before it.
+pub const CONTINUATION: &str = "##";
+
 /// Tokens and their ids; the four special tokens come first.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Vocab {
     tokens: Vec<String>,
+    /// The subword segmentation (its vocabulary is `tokens`); `None`: whole words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bpe: Option<BPE>,
     #[serde(skip)]
     ids: HashMap<String, usize>,
 }
@@ -102,22 +113,70 @@ impl Vocab {
             .chain(frequent.into_iter().map(|(token, _)| token))
             .take(max_size.max(4))
             .collect();
-        Self::from_tokens(tokens)
+        Self::new(tokens, None)
     }
 
-    /// A vocabulary with these tokens, in this order.
-    pub fn from_tokens(tokens: Vec<String>) -> Self {
+    /// A subword vocabulary of at most `size` tokens (specials included) learned by byte-pair
+    /// encoding on the words of `sentences`; merges seen fewer than `min_count` times are not made.
+    pub fn build_bpe<'a>(
+        sentences: impl Iterator<Item = &'a str> + Send,
+        min_count: usize,
+        size: usize,
+    ) -> Result<Self, String> {
+        let mut trainer = BpeTrainerBuilder::new()
+            .vocab_size(size)
+            .min_frequency(min_count as u64)
+            .show_progress(false)
+            .special_tokens(
+                [PAD, BOS, EOS, UNK]
+                    .map(|t| AddedToken::from(t, true))
+                    .into(),
+            )
+            .continuing_subword_prefix(CONTINUATION.into())
+            .build();
+        let mut bpe = BPE::builder()
+            .unk_token(UNK.into())
+            .continuing_subword_prefix(CONTINUATION.into())
+            .build()
+            .map_err(|error| error.to_string())?;
+        trainer
+            .feed(sentences, |sentence| Ok(tokenize(sentence)))
+            .and_then(|()| trainer.train(&mut bpe))
+            .map_err(|error| format!("byte-pair encoding failed: {error}"))?;
+        let mut by_id: Vec<(String, u32)> = bpe.get_vocab().into_iter().collect();
+        by_id.sort_by_key(|(_, id)| *id);
+        let tokens = by_id.into_iter().map(|(token, _)| token).collect();
+        Ok(Self::new(tokens, Some(bpe)))
+    }
+
+    fn new(tokens: Vec<String>, bpe: Option<BPE>) -> Self {
         let ids = tokens
             .iter()
             .enumerate()
             .map(|(id, token)| (token.clone(), id))
             .collect();
-        Self { tokens, ids }
+        Self { tokens, bpe, ids }
     }
 
-    /// Restores the id index after deserialising.
-    pub fn reindexed(self) -> Self {
-        Self::from_tokens(self.tokens)
+    /// Restores the id index after deserialising, checking that the specials are where the
+    /// models expect them and that the subword model numbers its tokens as `tokens` does.
+    pub fn reindexed(self) -> Result<Self, String> {
+        let vocab = Self::new(self.tokens, self.bpe);
+        if vocab.tokens.len() < 4 || vocab.tokens[..4] != [PAD, BOS, EOS, UNK] {
+            return Err("the vocabulary lacks <pad> <bos> <eos> <unk> at ids 0–3".into());
+        }
+        if let Some(bpe) = &vocab.bpe {
+            let numbered_alike = bpe.get_vocab_size() == vocab.len()
+                && vocab
+                    .tokens
+                    .iter()
+                    .enumerate()
+                    .all(|(id, token)| bpe.token_to_id(token) == Some(id as u32));
+            if !numbered_alike {
+                return Err("the subword model and the token list disagree".into());
+            }
+        }
+        Ok(vocab)
     }
 
     /// Number of tokens.
@@ -130,17 +189,39 @@ impl Vocab {
         self.tokens.is_empty()
     }
 
-    /// Whether the specials are where the models expect them.
-    pub fn has_specials(&self) -> bool {
-        self.tokens.len() >= 4 && self.tokens[..4] == [PAD, BOS, EOS, UNK]
+    /// Whether words are split into subwords.
+    pub fn is_subword(&self) -> bool {
+        self.bpe.is_some()
     }
 
     /// Ids of a sentence's tokens (unknown ones are [`UNK_ID`]).
     pub fn encode(&self, sentence: &str) -> Vec<usize> {
-        tokenize(sentence)
-            .iter()
-            .map(|token| self.ids.get(token).copied().unwrap_or(UNK_ID))
+        self.pieces(sentence)
+            .into_iter()
+            .map(|(id, _)| id)
             .collect()
+    }
+
+    /// A sentence's tokens: each id beside the text it stands for (the word itself where the
+    /// id is [`UNK_ID`]).
+    pub fn pieces(&self, sentence: &str) -> Vec<(usize, String)> {
+        let mut pieces = Vec::new();
+        for word in tokenize(sentence) {
+            let subwords = self.bpe.as_ref().and_then(|bpe| bpe.tokenize(&word).ok());
+            match subwords {
+                Some(subwords) => pieces.extend(subwords.into_iter().map(|piece| {
+                    let id = piece.id as usize;
+                    let text = if id == UNK_ID {
+                        word[piece.offsets.0..piece.offsets.1].to_string()
+                    } else {
+                        piece.value
+                    };
+                    (id, text)
+                })),
+                None => pieces.push((self.ids.get(&word).copied().unwrap_or(UNK_ID), word)),
+            }
+        }
+        pieces
     }
 
     /// The token of an id.
@@ -156,7 +237,18 @@ impl Vocab {
             .filter(|&&id| id != PAD_ID && id != BOS_ID)
             .map(|&id| self.token(id).to_string())
             .collect();
-        detokenize(&tokens)
+        if !self.is_subword() {
+            return detokenize(&tokens);
+        }
+        let mut words: Vec<String> = Vec::new();
+        for token in tokens {
+            match (token.strip_prefix(CONTINUATION), words.last_mut()) {
+                (Some(rest), Some(word)) => word.push_str(rest),
+                (Some(rest), None) => words.push(rest.to_string()),
+                (None, _) => words.push(token),
+            }
+        }
+        detokenize(&words)
     }
 }
 
@@ -196,7 +288,6 @@ mod tests {
     #[test]
     fn rare_words_become_unk_and_decoding_stops_at_eos() {
         let vocab = Vocab::build(["the dog barks .", "the cat sleeps ."], 2, 100);
-        assert!(vocab.has_specials());
         assert_eq!(vocab.token(4), "."); // ties alphabetical: "." < "the"
         let ids = vocab.encode("the zebra.");
         assert_eq!(ids, vec![5, UNK_ID, 4]);
@@ -205,7 +296,49 @@ mod tests {
             "the <unk>."
         );
         let json = serde_json::to_string(&vocab).unwrap();
-        let back: Vocab = serde_json::from_str::<Vocab>(&json).unwrap().reindexed();
-        assert_eq!(back, vocab);
+        let back = serde_json::from_str::<Vocab>(&json).unwrap().reindexed();
+        assert_eq!(back.unwrap(), vocab);
+    }
+
+    #[test]
+    fn subwords_split_rare_words_and_decode_back() {
+        let sentences = [
+            "the walker walks.",
+            "walking is the walk.",
+            "the talker talks and talks.",
+            "talking is walking, walking talking.",
+        ];
+        let vocab = Vocab::build_bpe(sentences.into_iter(), 1, 60).unwrap();
+        assert!(vocab.is_subword());
+        assert!(vocab.len() <= 60);
+        assert_eq!(&vocab.tokens[..4], [PAD, BOS, EOS, UNK]);
+        // An unseen word is made of known pieces, and decoding glues them back.
+        let pieces = vocab.pieces("the talkers walk.");
+        assert!(pieces.len() > 4, "{pieces:?}");
+        assert!(pieces
+            .iter()
+            .any(|(_, text)| text.starts_with(CONTINUATION)));
+        let ids: Vec<usize> = pieces.iter().map(|(id, _)| *id).collect();
+        assert_eq!(vocab.decode(&ids), "the talkers walk.");
+        // A character never seen is <unk>, shown as itself.
+        let unknown = vocab.pieces("zebra");
+        assert!(unknown.contains(&(UNK_ID, "z".to_string())), "{unknown:?}");
+        // It survives a JSON round trip.
+        let json = serde_json::to_string(&vocab).unwrap();
+        let back = serde_json::from_str::<Vocab>(&json)
+            .unwrap()
+            .reindexed()
+            .unwrap();
+        assert_eq!(back.encode("the talkers walk."), ids);
+    }
+
+    #[test]
+    fn a_vocabulary_without_specials_is_refused() {
+        let json = r#"{"tokens": ["a", "b"]}"#;
+        let error = serde_json::from_str::<Vocab>(json)
+            .unwrap()
+            .reindexed()
+            .unwrap_err();
+        assert!(error.contains("<pad>"), "{error}");
     }
 }

@@ -171,37 +171,36 @@ pub fn attend(
     Ok((ids, maps))
 }
 
-/// Beam search for one source: the `n_best` finished hypotheses, best first.
-pub fn beam_search(
-    model: &Seq2Seq,
-    source: &[usize],
-    config: BeamConfig,
-    max_len: usize,
-    device: &Device,
-) -> Result<Vec<Hypothesis>, CliError> {
-    if config.beam == 0 || config.n_best == 0 || config.n_best > config.beam {
-        return Err(CliError::Input(format!(
-            "beam size {} and n-best {} must satisfy 1 ≤ n-best ≤ beam",
-            config.beam, config.n_best
-        )));
+/// One source's beam: the hypotheses still growing and those that ended.
+struct Beam {
+    alive: Vec<(Vec<usize>, f64)>,
+    finished: Vec<Hypothesis>,
+    limit: usize,
+    done: bool,
+}
+
+impl Beam {
+    fn new(limit: usize) -> Self {
+        Self {
+            alive: vec![(Vec::new(), 0.0)],
+            finished: Vec::new(),
+            limit,
+            done: false,
+        }
     }
-    let penalty = |len: usize| ((5.0 + len as f64) / 6.0).powf(config.alpha);
-    let (source_tensor, padding) = padded(&[source.to_vec()], device);
-    let mut state = model.encode(source_tensor, padding)?;
-    let banned = never_produced(model, device);
-    let limit = step_limit(source.len(), config.max_len_ratio, max_len);
-    let mut alive: Vec<(Vec<usize>, f64)> = vec![(Vec::new(), 0.0)];
-    let mut finished: Vec<Hypothesis> = Vec::new();
-    for t in 0..limit {
-        let last: Vec<usize> = alive
-            .iter()
-            .map(|(ids, _)| ids.last().copied().unwrap_or(BOS_ID))
-            .collect();
-        let step = model.step(&mut state, ids_tensor(&last, device), false)?;
-        let vocab = step.logits.dims()[1];
-        let log_probs = to_vec_f32(log_softmax(step.logits + banned.clone(), 1))?;
-        let mut candidates: Vec<(f64, usize, usize)> = Vec::with_capacity(alive.len() * vocab);
-        for (parent, (_, score)) in alive.iter().enumerate() {
+
+    /// Step `t`: extends the alive hypotheses by their next-token log-probabilities (one row of
+    /// `vocab` per alive hypothesis) and returns, for each new alive one, the index of its parent.
+    fn advance(
+        &mut self,
+        log_probs: &[f32],
+        vocab: usize,
+        t: usize,
+        config: BeamConfig,
+    ) -> Vec<usize> {
+        let penalty = |len: usize| ((5.0 + len as f64) / 6.0).powf(config.alpha);
+        let mut candidates: Vec<(f64, usize, usize)> = Vec::with_capacity(self.alive.len() * vocab);
+        for (parent, (_, score)) in self.alive.iter().enumerate() {
             for (token, &lp) in log_probs[parent * vocab..(parent + 1) * vocab]
                 .iter()
                 .enumerate()
@@ -216,13 +215,13 @@ pub fn beam_search(
         let mut next: Vec<(Vec<usize>, f64)> = Vec::with_capacity(config.beam);
         let mut parents = Vec::with_capacity(config.beam);
         for (log_prob, parent, token) in candidates {
-            let ids = &alive[parent].0;
-            if token == EOS_ID || t + 1 == limit {
+            let ids = &self.alive[parent].0;
+            if token == EOS_ID || t + 1 == self.limit {
                 let mut ids = ids.clone();
                 if token != EOS_ID {
                     ids.push(token);
                 }
-                finished.push(Hypothesis {
+                self.finished.push(Hypothesis {
                     score: log_prob / penalty(ids.len() + 1),
                     ids,
                     log_prob,
@@ -231,7 +230,7 @@ pub fn beam_search(
                 next.push((ids.iter().copied().chain([token]).collect(), log_prob));
                 parents.push(parent);
             }
-            if next.len() == config.beam && finished.len() >= config.n_best {
+            if next.len() == config.beam && self.finished.len() >= config.n_best {
                 break;
             }
         }
@@ -239,23 +238,77 @@ pub fn beam_search(
             .iter()
             .map(|(ids, lp)| lp / penalty(ids.len() + 1))
             .fold(f64::NEG_INFINITY, f64::max);
-        finished.sort_by(|a, b| b.score.total_cmp(&a.score));
-        let settled = finished.len() >= config.beam
-            || (finished.len() >= config.n_best
-                && finished[config.n_best - 1].score >= best_alive
+        self.finished.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let settled = self.finished.len() >= config.beam
+            || (self.finished.len() >= config.n_best
+                && self.finished[config.n_best - 1].score >= best_alive
                 && config.alpha == 0.0);
-        if next.is_empty() || settled {
+        self.done = next.is_empty() || settled;
+        if self.done {
+            self.finished.truncate(config.n_best);
+            return Vec::new();
+        }
+        self.alive = next;
+        parents
+    }
+}
+
+/// Beam search for a batch of sources at once (the decoder state holds every source's alive
+/// hypotheses as rows): for each source, the `n_best` finished hypotheses, best first.
+pub fn beam_search(
+    model: &Seq2Seq,
+    sources: &[Vec<usize>],
+    config: BeamConfig,
+    max_len: usize,
+    device: &Device,
+) -> Result<Vec<Vec<Hypothesis>>, CliError> {
+    if config.beam == 0 || config.n_best == 0 || config.n_best > config.beam {
+        return Err(CliError::Input(format!(
+            "beam size {} and n-best {} must satisfy 1 ≤ n-best ≤ beam",
+            config.beam, config.n_best
+        )));
+    }
+    if sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (source_tensor, padding) = padded(sources, device);
+    let mut state = model.encode(source_tensor, padding)?;
+    let banned = never_produced(model, device);
+    let mut beams: Vec<Beam> = sources
+        .iter()
+        .map(|source| Beam::new(step_limit(source.len(), config.max_len_ratio, max_len)))
+        .collect();
+    for t in 0.. {
+        let last: Vec<usize> = beams
+            .iter()
+            .filter(|beam| !beam.done)
+            .flat_map(|beam| &beam.alive)
+            .map(|(ids, _)| ids.last().copied().unwrap_or(BOS_ID))
+            .collect();
+        let step = model.step(&mut state, ids_tensor(&last, device), false)?;
+        let vocab = step.logits.dims()[1];
+        let log_probs = to_vec_f32(log_softmax(step.logits + banned.clone(), 1))?;
+        let (mut row, mut parents) = (0, Vec::new());
+        for beam in beams.iter_mut().filter(|beam| !beam.done) {
+            let rows = beam.alive.len();
+            let kept = beam.advance(
+                &log_probs[row * vocab..(row + rows) * vocab],
+                vocab,
+                t,
+                config,
+            );
+            parents.extend(kept.into_iter().map(|parent| row + parent));
+            row += rows;
+        }
+        if parents.is_empty() {
             break;
         }
         state.select(ids_tensor(&parents, device));
-        alive = next;
     }
-    finished.sort_by(|a, b| b.score.total_cmp(&a.score));
-    finished.truncate(config.n_best);
-    Ok(finished)
+    Ok(beams.into_iter().map(|beam| beam.finished).collect())
 }
 
-/// The best beam-search translation of each source.
+/// The best beam-search translation of each source, 16 sources at a time.
 pub fn beam(
     model: &Seq2Seq,
     sources: &[Vec<usize>],
@@ -263,14 +316,64 @@ pub fn beam(
     max_len: usize,
     device: &Device,
 ) -> Result<Vec<Vec<usize>>, CliError> {
-    sources
-        .iter()
-        .map(|source| {
-            Ok(beam_search(model, source, config, max_len, device)?
-                .into_iter()
+    let mut outputs = Vec::with_capacity(sources.len());
+    for chunk in sources.chunks(16) {
+        let hypotheses = beam_search(model, chunk, config, max_len, device)?;
+        outputs.extend(hypotheses.into_iter().map(|best| {
+            best.into_iter()
                 .next()
                 .map(|hypothesis| hypothesis.ids)
-                .unwrap_or_default())
-        })
-        .collect()
+                .unwrap_or_default()
+        }));
+    }
+    Ok(outputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attnzoo_backends::{Backend, DeviceSpec};
+    use attnzoo_models::seq2seq::{RnnSeq2SeqConfig, Seq2SeqConfig, TransformerSeq2SeqConfig};
+
+    #[test]
+    fn a_batch_of_beams_finds_what_each_beam_finds_alone() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        device.seed(7);
+        let models = [
+            Seq2SeqConfig::Rnn(
+                RnnSeq2SeqConfig::new(30, 30)
+                    .with_embedding_dim(16)
+                    .with_hidden_dim(16),
+            ),
+            Seq2SeqConfig::Transformer(
+                TransformerSeq2SeqConfig::new(30, 30)
+                    .with_d_model(16)
+                    .with_d_ff(32)
+                    .with_encoder_layers(1)
+                    .with_decoder_layers(1),
+            ),
+        ];
+        let sources = vec![vec![4, 5, 6, 7, 8, 9], vec![10, 11], vec![12, 13, 14, 15]];
+        let config = BeamConfig {
+            beam: 3,
+            n_best: 2,
+            alpha: 0.6,
+            max_len_ratio: 1.0,
+        };
+        for model in models {
+            let model = model.try_init(&device).unwrap();
+            let together = beam_search(&model, &sources, config, 50, &device).unwrap();
+            assert_eq!(together.len(), sources.len());
+            for (source, together) in sources.iter().zip(together) {
+                let alone = beam_search(&model, &[source.clone()], config, 50, &device).unwrap();
+                assert_eq!(together.len(), 2, "n-best");
+                for (a, b) in together.iter().zip(&alone[0]) {
+                    assert_eq!(a.ids, b.ids);
+                    assert!((a.log_prob - b.log_prob).abs() < 1e-4, "{a:?} vs {b:?}");
+                }
+                assert!(together[0].score >= together[1].score, "best first");
+                assert!(together[0].ids.len() <= source.len() + 5, "length limit");
+            }
+        }
+    }
 }

@@ -365,7 +365,8 @@ mod tests {
             let together = beam_search(&model, &sources, config, 50, &device).unwrap();
             assert_eq!(together.len(), sources.len());
             for (source, together) in sources.iter().zip(together) {
-                let alone = beam_search(&model, &[source.clone()], config, 50, &device).unwrap();
+                let alone =
+                    beam_search(&model, std::slice::from_ref(source), config, 50, &device).unwrap();
                 assert_eq!(together.len(), 2, "n-best");
                 for (a, b) in together.iter().zip(&alone[0]) {
                     assert_eq!(a.ids, b.ids);

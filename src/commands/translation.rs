@@ -227,10 +227,10 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
         eprintln!(
             "{} training pairs, {} vocabularies of {} (German) and {} (English) tokens",
             train_pairs.len(),
-            if config.bpe_vocab == 0 {
-                "word"
-            } else {
+            if vocab.source.is_subword() {
                 "subword"
+            } else {
+                "word"
             },
             vocab.source.len(),
             vocab.target.len()

@@ -242,7 +242,8 @@ impl Checkpoint {
 
     /// `model` (loaded from this checkpoint) and `optimizer` as they were when it was saved:
     /// the parameters get their saved ids back and the optimizer its saved state. A checkpoint
-    /// without optimizer state (or whose parameters do not match it) keeps both as they are.
+    /// without optimizer state keeps both as they are; one whose parameters do not match its
+    /// recorded ids is an error.
     pub fn restore_optimizer(
         &self,
         model: Seq2Seq,
@@ -346,35 +347,31 @@ mod tests {
         ]
     }
 
-    /// One Adam step on the batch of [`examples`]; returns the updated model.
-    fn adam_step(model: Seq2Seq, optimizer: &mut ModuleOptimizer, device: &Device) -> Seq2Seq {
+    /// The model's logits on the batch of [`examples`], with teacher forcing.
+    fn forward(model: &Seq2Seq, device: &Device) -> Tensor<3> {
         let batch = batch(&examples(), &[0, 1], device);
         let len = batch.target_in.dims()[1];
-        let logits = model
+        model
             .teacher_forced(
                 batch.source,
                 batch.source_padding,
                 batch.target_in,
                 &vec![true; len],
             )
-            .unwrap();
-        let loss = logits.powi_scalar(2).mean();
+            .unwrap()
+    }
+
+    /// One Adam step on the batch of [`examples`]; returns the updated model.
+    fn adam_step(model: Seq2Seq, optimizer: &mut ModuleOptimizer, device: &Device) -> Seq2Seq {
+        let loss = forward(&model, device).powi_scalar(2).mean();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         optimizer.step(1e-2, model, grads)
     }
 
-    /// The model's logits on the batch of [`examples`].
+    /// The logits of the model's inference copy, as numbers.
     fn logits(model: &Seq2Seq, device: &Device) -> Vec<f32> {
-        let batch = batch(&examples(), &[0, 1], device);
-        let len = batch.target_in.dims()[1];
-        let model = model.valid();
-        let logits = model.teacher_forced(
-            batch.source,
-            batch.source_padding,
-            batch.target_in,
-            &vec![true; len],
-        );
-        logits.unwrap().into_data().try_to_vec::<f32>().unwrap()
+        let logits = forward(&model.valid(), device);
+        logits.into_data().try_to_vec::<f32>().unwrap()
     }
 
     fn largest_difference(a: &[f32], b: &[f32]) -> f32 {

@@ -207,9 +207,13 @@ impl Vocab {
     pub fn pieces(&self, sentence: &str) -> Vec<(usize, String)> {
         let mut pieces = Vec::new();
         for word in tokenize(sentence) {
-            let subwords = self.bpe.as_ref().and_then(|bpe| bpe.tokenize(&word).ok());
-            match subwords {
-                Some(subwords) => pieces.extend(subwords.into_iter().map(|piece| {
+            let Some(bpe) = &self.bpe else {
+                pieces.push((self.ids.get(&word).copied().unwrap_or(UNK_ID), word));
+                continue;
+            };
+            // BPE fails only on a character it cannot name: the whole word is then unknown.
+            match bpe.tokenize(&word) {
+                Ok(subwords) => pieces.extend(subwords.into_iter().map(|piece| {
                     let id = piece.id as usize;
                     let text = if id == UNK_ID {
                         word[piece.offsets.0..piece.offsets.1].to_string()
@@ -218,7 +222,7 @@ impl Vocab {
                     };
                     (id, text)
                 })),
-                None => pieces.push((self.ids.get(&word).copied().unwrap_or(UNK_ID), word)),
+                Err(_) => pieces.push((UNK_ID, word)),
             }
         }
         pieces

@@ -147,6 +147,29 @@ impl Backend {
             .find(|backend| backend.is_compiled())
     }
 
+    /// The fastest device this build can open here, tried in order: CUDA, LibTorch's CUDA, a
+    /// discrete then an integrated wgpu adapter (never a software one such as lavapipe),
+    /// LibTorch on the CPU, flex, ndarray.
+    pub fn auto() -> Result<(Backend, Device), BackendError> {
+        const ORDER: [(Backend, DeviceSpec); 7] = [
+            (Backend::Cuda, DeviceSpec::Default),
+            (Backend::Tch, DeviceSpec::Cuda(0)),
+            (Backend::Wgpu, DeviceSpec::Discrete(0)),
+            (Backend::Wgpu, DeviceSpec::Integrated(0)),
+            (Backend::Tch, DeviceSpec::Cpu),
+            (Backend::Flex, DeviceSpec::Cpu),
+            (Backend::Ndarray, DeviceSpec::Cpu),
+        ];
+        let mut last = BackendError::NotCompiled(Backend::Ndarray);
+        for (backend, spec) in ORDER.into_iter().filter(|(b, _)| b.is_compiled()) {
+            match backend.open(spec) {
+                Ok(device) => return Ok((backend, device)),
+                Err(error) => last = error,
+            }
+        }
+        Err(last)
+    }
+
     /// The Burn device for `spec`, without opening it (see [`Backend::open`] for that).
     pub fn device(self, spec: DeviceSpec) -> Result<Device, BackendError> {
         if !self.is_compiled() {
@@ -219,7 +242,8 @@ fn wgpu_kind(spec: DeviceSpec) -> Option<burn::tensor::DeviceKind> {
 /// `--backend` and `--device`, for any command that computes. Flatten it into a clap parser.
 #[derive(Args, Clone, Debug)]
 pub struct DeviceArgs {
-    /// Backend to run on [default: the first compiled in of ndarray, flex, wgpu, tch, cuda]
+    /// Backend to run on [default: the fastest that opens here: a GPU (cuda, tch on CUDA, wgpu
+    /// on a hardware adapter), else tch, flex, ndarray — whichever are compiled in]
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
     /// Device of that backend: default, cpu, gpu[:N], discrete[:N], integrated[:N], virtual[:N],
@@ -237,8 +261,12 @@ impl DeviceArgs {
         }
     }
 
-    /// Opens the chosen device, checking that it really computes.
+    /// Opens the chosen device, checking that it really computes; with neither a backend nor a
+    /// device named, the fastest one ([`Backend::auto`]).
     pub fn open(&self) -> Result<(Backend, Device), BackendError> {
+        if self.backend.is_none() && self.device == "default" {
+            return Backend::auto();
+        }
         let backend = self.backend()?;
         let spec = self.device.parse().map_err(BackendError::BadSpec)?;
         Ok((backend, backend.open(spec)?))

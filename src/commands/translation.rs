@@ -89,6 +89,15 @@ pub struct TrainArgs {
     /// language (0: whole words, those seen at least twice)
     #[arg(long, default_value_t = 0)]
     pub bpe: usize,
+    /// Dictionary word and phrase pairs mixed into each epoch's sentences (0: sentences only)
+    #[arg(long, default_value_t = 0)]
+    pub lexicon: usize,
+    /// Transformer layers (encoder and decoder each)
+    #[arg(long, default_value_t = 3)]
+    pub layers: usize,
+    /// Dropout
+    #[arg(long)]
+    pub dropout: Option<f64>,
     /// Seed of weights, data order and teacher forcing
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -153,31 +162,41 @@ fn model_config(args: &TrainArgs, source: usize, target: usize, max_len: usize) 
                     max_source_len: max_len,
                 }),
             };
-            Seq2SeqConfig::Rnn(
-                RnnSeq2SeqConfig::new(source, target)
-                    .with_embedding_dim(args.hidden)
-                    .with_hidden_dim(args.hidden)
-                    .with_attention(score),
-            )
+            let config = RnnSeq2SeqConfig::new(source, target)
+                .with_embedding_dim(args.hidden)
+                .with_hidden_dim(args.hidden)
+                .with_attention(score);
+            Seq2SeqConfig::Rnn(match args.dropout {
+                Some(dropout) => config.with_dropout(dropout),
+                None => config,
+            })
         }
-        ModelKind::Transformer => Seq2SeqConfig::Transformer(
-            TransformerSeq2SeqConfig::new(source, target)
+        ModelKind::Transformer => {
+            let config = TransformerSeq2SeqConfig::new(source, target)
                 .with_d_model(args.hidden)
                 .with_d_ff(4 * args.hidden)
-                .with_max_len(max_len + 2),
-        ),
+                .with_encoder_layers(args.layers)
+                .with_decoder_layers(args.layers)
+                .with_max_len(max_len + 2);
+            Seq2SeqConfig::Transformer(match args.dropout {
+                Some(dropout) => config.with_dropout(dropout),
+                None => config,
+            })
+        }
     }
 }
 
 /// `attnzoo train`: trains (or resumes) a checkpoint; returns it.
 pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
-    let (_, device) = args.device.open()?;
+    let (backend, device) = args.device.open()?;
+    eprintln!("training on {backend} ({device:?})");
     let corpus = corpus_folder(&args.corpus)?;
     let mut train_pairs = read_split(&corpus, Split::Train)?;
     if let Some(limit) = args.train_limit {
         train_pairs.truncate(limit);
     }
     let valid_pairs = read_split(&corpus, Split::Valid)?;
+    let mut lexicon_pairs = corpus::read_lexicon(&corpus)?;
     let mut checkpoint = if args.resume {
         let mut checkpoint = Checkpoint::open(&args.out)?;
         if let Some(epochs) = args.epochs {
@@ -204,6 +223,7 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
             .with_label_smoothing(args.label_smoothing)
             .with_seed(args.seed)
             .with_bpe_vocab(args.bpe)
+            .with_lexicon_per_epoch(args.lexicon)
             .with_learning_rate(args.learning_rate.unwrap_or(match args.model {
                 ModelKind::Rnn => 1e-3,
                 ModelKind::Transformer => 5e-4,
@@ -211,8 +231,11 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
         if let Some(epochs) = args.epochs {
             config.epochs = epochs;
         }
+        if config.lexicon_per_epoch == 0 {
+            lexicon_pairs.clear();
+        }
         let build = |side: fn(&Pair) -> &str| {
-            let sentences = train_pairs.iter().map(side);
+            let sentences = train_pairs.iter().chain(&lexicon_pairs).map(side);
             if config.bpe_vocab == 0 {
                 Ok(Vocab::build(sentences, config.min_count, config.max_vocab))
             } else {
@@ -242,6 +265,15 @@ pub fn train_command(args: &TrainArgs) -> Result<Checkpoint, CliError> {
     let data = Data {
         train: examples(
             &train_pairs,
+            &checkpoint.vocab.source,
+            &checkpoint.vocab.target,
+            max_len,
+        ),
+        lexicon: examples(
+            match checkpoint.train.lexicon_per_epoch {
+                0 => &[],
+                _ => &lexicon_pairs,
+            },
             &checkpoint.vocab.source,
             &checkpoint.vocab.target,
             max_len,
@@ -284,6 +316,16 @@ impl Translator {
         })
     }
 
+    /// The longest output: twice the longest training sentence, within the Transformer's
+    /// position table (which also holds `<bos>`).
+    fn output_cap(&self) -> usize {
+        let cap = 2 * self.checkpoint.train.max_len;
+        match &self.checkpoint.model {
+            Seq2SeqConfig::Transformer(config) => cap.min(config.max_len - 1),
+            Seq2SeqConfig::Rnn(_) => cap,
+        }
+    }
+
     /// Source ids, truncated to the model's maximum with a warning.
     fn source_ids(&self, sentence: &str, line: usize) -> Vec<usize> {
         let mut ids = self.checkpoint.vocab.source.encode(sentence);
@@ -309,7 +351,7 @@ impl Translator {
             .filter(|&i| !sources[i].is_empty())
             .collect();
         let picked: Vec<Vec<usize>> = wanted.iter().map(|&i| sources[i].clone()).collect();
-        let max_len = 2 * self.checkpoint.train.max_len;
+        let max_len = self.output_cap();
         let outputs = if decode.beam <= 1 {
             greedy(&self.model, &picked, max_len, &self.device)?
         } else {
@@ -429,7 +471,7 @@ fn write_heatmaps(
     let (ids, maps) = attend(
         &translator.model,
         &source,
-        2 * translator.checkpoint.train.max_len,
+        translator.output_cap(),
         &translator.device,
     )?;
     if maps.is_empty() {

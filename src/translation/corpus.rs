@@ -6,7 +6,15 @@
 //! at least 3 words and none of `{ } [ ] ( ) ; / ~` — and it was not seen before. The split is
 //! decided by a hash of the German side, so a sentence with several translations stays in one
 //! split: ≈ 6.8 % test, ≈ 3.4 % valid, the rest train.
+//!
+//! The dictionary's other entries — words and phrases, ~370k — are the [`LEXICON`]: training
+//! data that teaches the vocabulary 13k sentences cannot (Sennrich & Zhang 2019, "Revisiting
+//! Low-Resource Neural Machine Translation", on how little data NMT gets). Each keeps the first
+//! synonym of each side, without the grammatical and usage notes (`{m}`, `[Am.]`, `(jdn.)`,
+//! `<purer>`, `/AHU/`). No entry is taken from a line that holds a valid or test sentence, nor
+//! one whose German side is such a sentence.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -69,9 +77,12 @@ fn is_sentence(text: &str) -> bool {
         && !text.contains(FORBIDDEN)
 }
 
+/// The file of word and phrase pairs in a corpus folder.
+pub const LEXICON: &str = "lexicon.tsv";
+
 /// The sentence pairs of a dictionary file's text, in file order, without duplicates.
 pub fn sentence_pairs(dictionary: &str) -> Vec<Pair> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let mut pairs = Vec::new();
     for line in dictionary.lines().filter(|line| !line.starts_with('#')) {
         let Some((german, english)) = line.split_once(" :: ") else {
@@ -84,6 +95,69 @@ pub fn sentence_pairs(dictionary: &str) -> Vec<Pair> {
                     german: german.to_string(),
                     english: english.to_string(),
                 });
+            }
+        }
+    }
+    pairs
+}
+
+/// `text` without notes in brackets and braces and abbreviations between slashes, whitespace
+/// normalised; empty when alternatives remain (`sheer/pure mockery`), which cannot be told apart.
+fn without_notes(text: &str) -> String {
+    let mut kept = String::new();
+    let mut closing: Vec<char> = Vec::new();
+    for c in text.chars() {
+        match (c, closing.last()) {
+            ('{', _) => closing.push('}'),
+            ('[', _) => closing.push(']'),
+            ('(', _) => closing.push(')'),
+            ('<', _) => closing.push('>'),
+            (_, Some(&end)) if c == end => {
+                closing.pop();
+            }
+            (_, Some(_)) => {}
+            _ => kept.push(c),
+        }
+    }
+    let words: Vec<&str> = kept
+        .split_whitespace()
+        .filter(|word| !(word.len() > 2 && word.starts_with('/') && word.ends_with('/')))
+        .collect();
+    if words.iter().any(|word| word.contains('/')) {
+        return String::new();
+    }
+    words.join(" ")
+}
+
+/// The word and phrase pairs of a dictionary file's text (the [`LEXICON`]), in file order,
+/// without duplicates: every aligned sub-entry that is not a sentence pair, first synonym of
+/// each side, notes removed — except from lines that hold a sentence of `held_out` and entries
+/// whose German side is one.
+pub fn lexicon_pairs(dictionary: &str, held_out: &HashSet<&str>) -> Vec<Pair> {
+    let mut seen = HashSet::new();
+    let mut pairs = Vec::new();
+    for line in dictionary.lines().filter(|line| !line.starts_with('#')) {
+        let Some((german, english)) = line.split_once(" :: ") else {
+            continue;
+        };
+        if german.split(" | ").any(|entry| held_out.contains(entry.trim())) {
+            continue;
+        }
+        for (german, english) in german.split(" | ").zip(english.split(" | ")) {
+            if is_sentence(german.trim()) && is_sentence(english.trim()) {
+                continue;
+            }
+            let first = |side: &str| {
+                side.split(';')
+                    .map(without_notes)
+                    .find(|synonym| !synonym.is_empty())
+            };
+            let (Some(german), Some(english)) = (first(german), first(english)) else {
+                continue;
+            };
+            if !held_out.contains(german.as_str()) && seen.insert((german.clone(), english.clone()))
+            {
+                pairs.push(Pair { german, english });
             }
         }
     }
@@ -104,7 +178,7 @@ pub fn find_corpus(cache: &Path) -> Result<PathBuf, CliError> {
         .map(|entry| entry.path())
         .filter(|path| {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with("trans-de-en-") && path.join(Split::Test.file_name()).is_file()
+            name.starts_with("trans-de-en-") && is_complete(path)
         })
         .collect();
     found.sort();
@@ -116,9 +190,27 @@ pub fn find_corpus(cache: &Path) -> Result<PathBuf, CliError> {
     })
 }
 
-/// Reads one split (`german<TAB>english` lines).
+/// Whether `dir` holds every split and the lexicon.
+fn is_complete(dir: &Path) -> bool {
+    Split::ALL
+        .iter()
+        .map(|split| split.file_name())
+        .chain([LEXICON])
+        .all(|name| dir.join(name).is_file())
+}
+
+/// Reads one split.
 pub fn read_split(dir: &Path, split: Split) -> Result<Vec<Pair>, CliError> {
-    let path = dir.join(split.file_name());
+    read_pairs(&dir.join(split.file_name()))
+}
+
+/// Reads the word and phrase pairs of the [`LEXICON`].
+pub fn read_lexicon(dir: &Path) -> Result<Vec<Pair>, CliError> {
+    read_pairs(&dir.join(LEXICON))
+}
+
+/// Reads `german<TAB>english` lines.
+fn read_pairs(path: &Path) -> Result<Vec<Pair>, CliError> {
     let text = fs::read_to_string(&path).map_err(|error| {
         CliError::Input(format!(
             "cannot read {}: {error} (run `attnzoo data fetch`)",
@@ -176,7 +268,7 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
         .ok_or_else(|| CliError::Input(format!("unexpected package name {}", deb.display())))?
         .to_string();
     let dir = corpus_dir(cache, &version);
-    if dir.join(Split::Test.file_name()).is_file() {
+    if is_complete(&dir) {
         eprintln!("corpus already in {}", dir.display());
         return Ok(dir);
     }
@@ -191,15 +283,24 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
     let pairs = sentence_pairs(&dictionary);
     fs::create_dir_all(&dir)
         .map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))?;
-    for split in Split::ALL {
-        let lines: String = pairs
-            .iter()
-            .filter(|pair| Split::of(&pair.german) == split)
+    let tsv = |pairs: &mut dyn Iterator<Item = &Pair>| -> String {
+        pairs
             .map(|pair| format!("{}\t{}\n", pair.german, pair.english))
-            .collect();
+            .collect()
+    };
+    for split in Split::ALL {
+        let lines = tsv(&mut pairs.iter().filter(|pair| Split::of(&pair.german) == split));
         eprintln!("{split:?}: {} pairs", lines.lines().count());
         write_atomically(&dir.join(split.file_name()), lines.as_bytes())?;
     }
+    let held_out: HashSet<&str> = pairs
+        .iter()
+        .map(|pair| pair.german.as_str())
+        .filter(|german| Split::of(german) != Split::Train)
+        .collect();
+    let lexicon = lexicon_pairs(&dictionary, &held_out);
+    eprintln!("lexicon: {} word and phrase pairs", lexicon.len());
+    write_atomically(&dir.join(LEXICON), tsv(&mut lexicon.iter()).as_bytes())?;
     Ok(dir)
 }
 
@@ -227,6 +328,39 @@ mod tests {
                 ("Wie geht es dir?", "How are you?"),
             ]
         );
+    }
+
+    #[test]
+    fn lexicon_entries_lose_their_notes_and_keep_the_first_synonym() {
+        let dictionary = "Lüftungsgerät {n}; Lüfter {m} | Lüftungsgeräte {pl} :: air handling unit /AHU/; air handler | air handling units\n\
+            blank; pur [geh.] {adj} | blanker Hohn | Das ist blanker Unsinn. :: sheer; pure <purer> | sheer/pure mockery | That's sheer nonsense.\n\
+            (im Gedränge) aneinanderstoßen {vi} :: to jostle against each other\n";
+        let got: Vec<(String, String)> = lexicon_pairs(dictionary, &HashSet::new())
+            .into_iter()
+            .map(|p| (p.german, p.english))
+            .collect();
+        let expected = [
+            ("Lüftungsgerät", "air handling unit"),
+            ("Lüftungsgeräte", "air handling units"),
+            ("blank", "sheer"),
+            ("aneinanderstoßen", "to jostle against each other"),
+        ];
+        assert_eq!(
+            got,
+            expected.map(|(g, e)| (g.to_string(), e.to_string()))
+        );
+    }
+
+    #[test]
+    fn no_lexicon_entry_comes_from_a_held_out_line_or_is_a_held_out_sentence() {
+        let dictionary = "Hund {m} | Der Hund bellt laut. :: dog | The dog barks loudly.\n\
+            Katze {f} | Die Katze schläft. :: cat | The cat sleeps.\n\
+            Maus {f} | Der Hund bellt laut :: mouse | loud barking\n\
+            Der Hund bellt laut. [ugs.] :: The dog barks loudly!\n";
+        let held_out: HashSet<&str> = ["Der Hund bellt laut.", "Der Hund bellt laut"].into();
+        let lexicon = lexicon_pairs(dictionary, &held_out);
+        let german: Vec<&str> = lexicon.iter().map(|p| p.german.as_str()).collect();
+        assert_eq!(german, ["Katze"], "the sentence pair of line 2 is not lexicon either");
     }
 
     #[test]

@@ -65,16 +65,35 @@ pub struct TrainConfig {
     /// 0 keeps whole words.
     #[config(default = 0)]
     pub bpe_vocab: usize,
+    /// Word and phrase pairs of the dictionary's lexicon added to each epoch's sentences
+    /// (0: sentences only). Successive epochs take successive slices of one shuffled lexicon.
+    #[config(default = 0)]
+    pub lexicon_per_epoch: usize,
 }
 
 /// The training and validation data.
 pub struct Data {
     /// Training examples.
     pub train: Vec<Example>,
+    /// Word and phrase examples, [`TrainConfig::lexicon_per_epoch`] of them mixed into each epoch.
+    pub lexicon: Vec<Example>,
     /// Validation examples (loss).
     pub valid: Vec<Example>,
     /// Validation pairs (BLEU).
     pub valid_pairs: Vec<Pair>,
+}
+
+impl Data {
+    /// The examples of epoch `epoch` (1-based): every training sentence, then the epoch's slice of
+    /// the lexicon shuffled once by `seed`.
+    fn epoch(&self, epoch: usize, per_epoch: usize, seed: u64) -> Vec<Example> {
+        let mut order: Vec<usize> = (0..self.lexicon.len()).collect();
+        SplitMix(seed).shuffle(&mut order);
+        let take = per_epoch.min(order.len());
+        let start = (epoch - 1) * take;
+        let lexicon = (start..start + take).map(|i| &self.lexicon[order[i % order.len()]]);
+        self.train.iter().chain(lexicon).cloned().collect()
+    }
 }
 
 impl TrainConfig {
@@ -177,6 +196,13 @@ pub fn mean_loss(
     Ok(total / tokens.max(1) as f64)
 }
 
+/// The error that stops a diverging run; the last epoch's checkpoint stays.
+fn diverged(what: String, kept_epoch: usize) -> CliError {
+    CliError::Input(format!(
+        "training diverged: {what}; lower --learning-rate (the checkpoint of epoch {kept_epoch} is kept)"
+    ))
+}
+
 /// Trains `model` (initialised on `device.autodiff()`) until the configured epochs are done or
 /// `max_minutes` of training time (this run's and earlier runs') have passed — the epoch under
 /// way then ends early — and checkpoints after every epoch.
@@ -207,7 +233,8 @@ pub fn train(
     while state.epoch < config.epochs {
         let epoch = state.epoch + 1;
         let mut rng = SplitMix(config.seed ^ (epoch as u64).wrapping_mul(0x9e37_79b9));
-        let batches = bucketed(&data.train, config.batch_size, &mut rng);
+        let examples = data.epoch(epoch, config.lexicon_per_epoch, config.seed);
+        let batches = bucketed(&examples, config.batch_size, &mut rng);
         let mut progress = Progress::new(batches.len());
         let (mut loss_sum, mut token_sum) = (0.0, 0usize);
         let epoch_started = Instant::now();
@@ -219,19 +246,16 @@ pub fn train(
                 break;
             }
             trained_batches += 1;
-            let batch = batch(&data.train, indices, &train_device);
+            let batch = batch(&examples, indices, &train_device);
             let target_tokens = batch.target_tokens;
             let use_gold: Vec<bool> = (0..batch.target_in.dims()[1])
                 .map(|_| rng.next_f64() < config.teacher_forcing)
                 .collect();
             let loss = batch_loss(&model, &loss_fn, batch, &use_gold)?;
             let loss_value = loss.clone().into_scalar::<f32>() as f64;
-            if !loss_value.is_finite() {
-                return Err(CliError::Input(format!(
-                    "the loss became {loss_value} at step {}: lower --learning-rate; the checkpoint of epoch {} is kept",
-                    state.step + 1,
-                    state.epoch
-                )));
+            // Twice the loss of guessing uniformly: no model that learns gets there.
+            if !(loss_value < 2.0 * (model.target_vocab() as f64).ln()) {
+                return Err(diverged(format!("the loss became {loss_value:.3e} at step {}", state.step + 1), state.epoch));
             }
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             state.step += 1;
@@ -269,6 +293,10 @@ pub fn train(
             config.label_smoothing,
             device,
         )?;
+        let best_loss = state.history.iter().map(|r| r.valid_loss).fold(f64::INFINITY, f64::min);
+        if !(valid_loss < 1.5 * best_loss) {
+            return Err(diverged(format!("the validation loss rose from {best_loss:.3} to {valid_loss:.3} in epoch {epoch}"), state.epoch));
+        }
         let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();
         let hypotheses: Vec<String> = greedy(&valid_model, &sources, config.max_len, device)?
             .iter()
@@ -297,4 +325,37 @@ pub fn train(
         }
     }
     Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(id: usize) -> Example {
+        Example {
+            source: vec![id],
+            target: vec![id],
+        }
+    }
+
+    #[test]
+    fn each_epoch_has_every_sentence_and_the_next_slice_of_the_lexicon() {
+        let data = Data {
+            train: (0..3).map(example).collect(),
+            lexicon: (100..110).map(example).collect(),
+            valid: Vec::new(),
+            valid_pairs: Vec::new(),
+        };
+        let lexicon_of = |epoch| -> Vec<usize> {
+            let examples = data.epoch(epoch, 4, 7);
+            assert_eq!(examples[..3], data.train[..], "sentences first, all of them");
+            examples[3..].iter().map(|e| e.source[0]).collect()
+        };
+        let (first, second, third) = (lexicon_of(1), lexicon_of(2), lexicon_of(3));
+        assert_eq!((first.len(), second.len(), third.len()), (4, 4, 4));
+        let mut seen: Vec<usize> = first.iter().chain(&second).chain(&third[..2]).copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (100..110).collect::<Vec<_>>(), "ten entries, each once, then around");
+        assert_eq!(data.epoch(1, 0, 7).len(), 3, "no lexicon at 0");
+    }
 }

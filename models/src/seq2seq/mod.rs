@@ -83,7 +83,7 @@ impl Seq2Seq {
     pub fn target_vocab(&self) -> usize {
         match self {
             Seq2Seq::Rnn(model) => model.output.weight.dims()[1],
-            Seq2Seq::Transformer(model) => model.output.weight.dims()[1],
+            Seq2Seq::Transformer(model) => model.target_vocab(),
         }
     }
 

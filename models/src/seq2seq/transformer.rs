@@ -3,6 +3,10 @@
 //!
 //! `m = Encoder(√d · E_s x + PE)`, `h = Decoder(√d · E_t y + PE, m)`, `p = softmax(W_o h)`.
 //!
+//! With `tied_output`, `W_o = E_t` (Press & Wolf 2017, "Using the Output Embedding to Improve
+//! Language Models"; as in Vaswani et al.): one matrix learns both ends, which helps most when
+//! data is scarce.
+//!
 //! Positions are sinusoidal. Decoding keeps a [`DecoderCache`], so step `t` attends from one
 //! query over `t` cached keys and the memory projected once.
 //!
@@ -48,6 +52,9 @@ pub struct TransformerSeq2SeqConfig {
     /// Longest source or target, in tokens.
     #[config(default = 256)]
     pub max_len: usize,
+    /// Whether the output projection is the target embedding matrix (`W_o = E_t`).
+    #[config(default = false)]
+    pub tied_output: bool,
 }
 
 /// The encoder-decoder.
@@ -63,8 +70,8 @@ pub struct TransformerSeq2Seq {
     pub encoder: Encoder,
     /// The decoder stack.
     pub decoder: Decoder,
-    /// `W_o`: `d_model → V`.
-    pub output: Linear,
+    /// `W_o`: `d_model → V`; `None` when tied to the target embedding.
+    pub output: Option<Linear>,
     /// Dropout on the embeddings.
     pub dropout: Dropout,
 }
@@ -104,13 +111,27 @@ impl TransformerSeq2SeqConfig {
             decoder: DecoderConfig::new(layer, self.decoder_layers)
                 .with_final_norm(true)
                 .try_init(device)?,
-            output: LinearConfig::new(self.d_model, self.target_vocab).init(device),
+            output: (!self.tied_output)
+                .then(|| LinearConfig::new(self.d_model, self.target_vocab).init(device)),
             dropout: DropoutConfig::new(self.dropout).init(),
         })
     }
 }
 
 impl TransformerSeq2Seq {
+    /// Target vocabulary size `V`.
+    pub fn target_vocab(&self) -> usize {
+        self.target_embedding.weight.dims()[0]
+    }
+
+    /// Logits `[B, T, V]` of decoder states `[B, T, d]`: `W_o h`, or `E_t h` when tied.
+    fn project(&self, hidden: Tensor<3>) -> Tensor<3> {
+        match &self.output {
+            Some(output) => output.forward(hidden),
+            None => hidden.matmul(self.target_embedding.weight.val().transpose().unsqueeze()),
+        }
+    }
+
     fn embed(
         &self,
         embedding: &Embedding,
@@ -152,6 +173,39 @@ impl TransformerSeq2Seq {
             &mut state.cache,
             need_weights,
         )?;
-        Ok((self.output.forward(output.hidden), output.cross_weights))
+        Ok((self.project(output.hidden), output.cross_weights))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use attnzoo_backends::{Backend, DeviceSpec};
+    use burn::tensor::{Distribution, TensorData, Tolerance};
+
+    #[test]
+    fn a_tied_output_scores_tokens_by_their_embeddings() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let model = TransformerSeq2SeqConfig::new(11, 13)
+            .with_d_model(8)
+            .with_n_heads(2)
+            .with_d_ff(16)
+            .with_encoder_layers(1)
+            .with_decoder_layers(1)
+            .with_tied_output(true)
+            .try_init(&device)
+            .unwrap();
+        assert!(model.output.is_none());
+        assert_eq!(model.target_vocab(), 13);
+        let hidden = Tensor::<3>::random([2, 3, 8], Distribution::Default, &device);
+        let logits = model.project(hidden.clone());
+        assert_eq!(logits.dims(), [2, 3, 13]);
+        // Token 5's logit is the dot product of the state with E_t[5].
+        let row = model.target_embedding.weight.val().narrow(0, 5, 1).reshape([1, 1, 8]);
+        let expected: TensorData = (hidden * row).sum_dim(2).into_data();
+        logits
+            .narrow(2, 5, 1)
+            .into_data()
+            .assert_approx_eq::<f32>(&expected, Tolerance::default());
     }
 }

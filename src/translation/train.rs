@@ -20,10 +20,10 @@ use burn::tensor::{Device, Tensor};
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
 use super::checkpoint::{Checkpoint, EpochRecord};
 use super::corpus::Pair;
-use super::decode::greedy;
+use super::decode::{best, decode, DecodeConfig};
 use super::metrics::corpus_bleu;
 use super::vocab::PAD_ID;
-use crate::CliError;
+use crate::error::{Error, Result};
 
 /// How a model is trained.
 #[derive(Config, Debug)]
@@ -141,7 +141,7 @@ fn batch_loss(
     loss_fn: &CrossEntropyLoss,
     batch: Batch,
     use_gold: &[bool],
-) -> Result<Tensor<1>, CliError> {
+) -> Result<Tensor<1>> {
     let [rows, len] = batch.target_in.dims();
     let logits = model.teacher_forced(
         batch.source,
@@ -163,7 +163,7 @@ pub fn mean_loss(
     batch_size: usize,
     label_smoothing: f32,
     device: &Device,
-) -> Result<f64, CliError> {
+) -> Result<f64> {
     let loss_fn = loss_function(label_smoothing, device);
     let (mut total, mut tokens) = (0.0, 0usize);
     let indices: Vec<usize> = (0..examples.len()).collect();
@@ -186,7 +186,7 @@ pub fn train(
     data: &Data,
     device: &Device,
     max_minutes: Option<f64>,
-) -> Result<Seq2Seq, CliError> {
+) -> Result<Seq2Seq> {
     let config = checkpoint.train.clone();
     let mut state = checkpoint.state.clone();
     let train_device = device.clone().autodiff();
@@ -227,7 +227,7 @@ pub fn train(
             let loss = batch_loss(&model, &loss_fn, batch, &use_gold)?;
             let loss_value = loss.clone().into_scalar::<f32>() as f64;
             if !loss_value.is_finite() {
-                return Err(CliError::Input(format!(
+                return Err(Error::Input(format!(
                     "the loss became {loss_value} at step {}: lower --learning-rate; the checkpoint of epoch {} is kept",
                     state.step + 1,
                     state.epoch
@@ -270,7 +270,14 @@ pub fn train(
             device,
         )?;
         let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();
-        let hypotheses: Vec<String> = greedy(&valid_model, &sources, config.max_len, device)?
+        let translations = decode(
+            &valid_model,
+            &sources,
+            &DecodeConfig::default(),
+            checkpoint.max_output_len(),
+            device,
+        )?;
+        let hypotheses: Vec<String> = best(translations)
             .iter()
             .map(|ids| checkpoint.vocab.target.decode(ids))
             .collect();
@@ -291,7 +298,8 @@ pub fn train(
             bleu.score,
             state.seconds
         );
-        checkpoint.save(&model, &optimizer, state.clone())?;
+        let is_best = state.history.iter().all(|r| r.valid_bleu <= bleu.score);
+        checkpoint.save(&model, &optimizer, state.clone(), is_best)?;
         if out_of_time {
             break;
         }

@@ -460,7 +460,53 @@ fn files_streams_and_folders_are_checked() {
     if !cfg!(feature = "tch") {
         cases.push(case("check|--backend|tch", 2, "--features tch"));
     }
+    // A 400-word sentence: the heatmap shows its first tokens only (at most 60).
+    let long = "Der Hund schläft heute. ".repeat(80);
+    cases.push(case(
+        &format!("attend|--checkpoint|{{dir}}/model|--out|{{dir}}/long|{long}"),
+        0,
+        "translating the first",
+    ));
+    // A tokenizer with more tokens than the model's vocabulary.
+    let minilm = attnzoo::sentence_embedding::default_model_dir();
+    if minilm.join("model.safetensors").is_file() {
+        let bigger = fixture.dir.join("minilm");
+        std::fs::create_dir_all(&bigger).unwrap();
+        for file in ["config.json", "model.safetensors"] {
+            std::os::unix::fs::symlink(minilm.join(file), bigger.join(file)).unwrap();
+        }
+        let mut tokenizer: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(minilm.join("tokenizer.json")).unwrap())
+                .unwrap();
+        tokenizer["model"]["vocab"]["[EXTRA]"] = 30522.into();
+        std::fs::write(bigger.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+        cases.push(case(
+            "embed|--model-dir|{dir}/minilm",
+            2,
+            "but the model's vocabulary 30522",
+        ));
+    }
     check_all(&fixture, &cases);
+    let long_map = image_size(&fixture.dir.join("long/attention.png"));
+    assert!(long_map.0 * long_map.1 < 4_000_000, "{long_map:?}");
+}
+
+/// The width and height of a PNG, from its header.
+fn image_size(path: &Path) -> (u64, u64) {
+    let bytes = std::fs::read(path).unwrap();
+    let number = |at: usize| u64::from(u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()));
+    (number(16), number(20))
+}
+
+#[test]
+fn checkpoint_files_are_readable_by_everyone_the_umask_allows() {
+    use std::os::unix::fs::PermissionsExt;
+    let fixture = Fixture::new();
+    for entry in std::fs::read_dir(fixture.dir.join("model")).unwrap() {
+        let entry = entry.unwrap();
+        let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o444, 0o444, "{:?}: {mode:o}", entry.file_name());
+    }
 }
 
 /// Runs `attnzoo ARGS` with its stdout on `/dev/full`: (status, stderr).

@@ -736,4 +736,56 @@ mod tests {
         let restarted = logits(&adam_step(loaded, &mut adam(), &train_device), &device);
         assert!(largest_difference(&uninterrupted, &restarted) > 1e-4);
     }
+
+    #[test]
+    fn the_best_weights_stay_beside_the_last_until_a_better_epoch_comes() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let train_device = device.clone().autodiff();
+        let vocab = Vocab::build(["a b c d e f"], 1, 100);
+        let config = Seq2SeqConfig::Rnn(
+            RnnSeq2SeqConfig::new(vocab.len(), vocab.len())
+                .with_embedding_dim(8)
+                .with_hidden_dim(8),
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let vocab = Vocabularies {
+            source: vocab.clone(),
+            target: vocab,
+        };
+        let mut checkpoint =
+            Checkpoint::create(tmp.path(), config, TrainConfig::new(), vocab).unwrap();
+        assert!(
+            Checkpoint::create(
+                tmp.path(),
+                checkpoint.model.clone(),
+                TrainConfig::new(),
+                checkpoint.vocab.clone()
+            )
+            .unwrap_err()
+            .to_string()
+            .contains("in use by another training run"),
+            "the folder is locked while training"
+        );
+        let (mut model, mut optimizer) = (
+            checkpoint.model.try_init(&train_device).unwrap(),
+            AdamConfig::new().init(),
+        );
+        let mut logits_of_epoch = Vec::new();
+        for (epoch, is_best) in [(1, true), (2, false), (3, false), (4, true)] {
+            model = adam_step(model, &mut optimizer, &train_device);
+            logits_of_epoch.push(logits(&model, &device));
+            let state = TrainState {
+                epoch,
+                ..checkpoint.state.clone()
+            };
+            checkpoint.save(&model, &optimizer, state, is_best).unwrap();
+            let reopened = Checkpoint::open(tmp.path()).unwrap();
+            let best = reopened.load_model(Weights::Best, &device).unwrap();
+            let best_epoch = if epoch < 4 { 1 } else { 4 };
+            let expected = &logits_of_epoch[best_epoch - 1];
+            assert!(largest_difference(&logits(&best, &device), expected) < 1e-6);
+            let kept = tmp.path().join(BEST_WEIGHTS).is_file();
+            assert_eq!(kept, (2..4).contains(&epoch), "epoch {epoch}");
+        }
+    }
 }

@@ -300,7 +300,7 @@ impl Beam {
 
     /// Step `t`: extends the alive hypotheses by their next-token log-probabilities (one row of
     /// `vocab` per alive hypothesis) and returns, for each new alive one, the index of its parent.
-    fn advance(
+    fn extend(
         &mut self,
         log_probs: &[f32],
         vocab: usize,
@@ -392,7 +392,7 @@ fn beam_search(
         let (mut row, mut parents) = (0, Vec::new());
         for beam in beams.iter_mut().filter(|beam| !beam.done) {
             let rows = beam.alive.len();
-            let kept = beam.advance(
+            let kept = beam.extend(
                 &log_probs[row * vocab..(row + rows) * vocab],
                 vocab,
                 t,

@@ -13,13 +13,14 @@
 
 use std::path::PathBuf;
 
-use attnzoo::commands::{
-    train_command, translate_pairs, AttentionKind, DecodeArgs, ModelKind, TrainArgs,
-};
 use attnzoo::home_cache;
+use attnzoo::translation::checkpoint::Checkpoint;
 use attnzoo::translation::corpus::{find_corpus, read_split, Split};
-use attnzoo::translation::metrics::corpus_bleu;
 use attnzoo::translation::report::{bleu_by_length, plot_bleu_by_length};
+use attnzoo::translation::train::TrainConfig;
+use attnzoo::translation::{
+    trainer, AttentionKind, DecodeConfig, ModelKind, TrainSpec, Translator,
+};
 use attnzoo_backends::DeviceArgs;
 use clap::Parser;
 
@@ -32,8 +33,8 @@ struct Args {
     #[arg(long, default_value = "runs/ablation")]
     out: PathBuf,
     /// Subword vocabulary size per language (0: whole words) [default: `attnzoo train`'s]
-    #[arg(long)]
-    bpe: Option<usize>,
+    #[arg(long, default_value_t = TrainConfig::new().bpe_vocab)]
+    bpe: usize,
     /// The rows to run, by name [default: all]
     #[arg(long, value_delimiter = ',')]
     rows: Vec<String>,
@@ -56,18 +57,18 @@ fn main() {
     }
 }
 
+/// An error of the row (or step) `name` as one line.
+fn failed(name: &str) -> impl Fn(attnzoo::Error) -> String + '_ {
+    move |error| format!("{name}: {error}")
+}
+
 fn run(args: &Args) -> Result<(), String> {
     let test = read_split(
-        &find_corpus(&home_cache()).map_err(|e| e.to_string())?,
+        &find_corpus(&home_cache()).map_err(failed("corpus"))?,
         Split::Test,
     )
-    .map_err(|e| e.to_string())?;
-    let references: Vec<String> = test.iter().map(|p| p.english.clone()).collect();
-    let greedy = DecodeArgs {
-        beam: 1,
-        alpha: 0.6,
-        max_len_ratio: 2.0,
-    };
+    .map_err(failed("corpus"))?;
+    let (_, device) = args.device.open().map_err(|e| e.to_string())?;
     let mut table = String::from(
         "| model | epochs | training time | test BLEU (greedy) |\n|---|---|---|---|\n",
     );
@@ -88,28 +89,28 @@ fn run(args: &Args) -> Result<(), String> {
         .filter(|(name, _, _)| args.rows.is_empty() || args.rows.iter().any(|row| row == name));
     for &(name, model, attention) in rows {
         let out = args.out.join(name);
-        let defaults = TrainArgs::defaults(&out);
-        let resume = out.join("state.json").is_file();
-        let checkpoint = train_command(&TrainArgs {
+        let spec = TrainSpec {
             model,
             attention,
+            config: TrainConfig::new()
+                .with_bpe_vocab(args.bpe)
+                .with_learning_rate(model.default_learning_rate()),
             epochs: Some(100),
-            max_minutes: Some(args.minutes),
-            resume,
-            bpe: args.bpe.unwrap_or(defaults.bpe),
-            device: args.device.clone(),
-            ..defaults
-        })
-        .map_err(|e| format!("{name}: {e}"))?;
+            resume: Checkpoint::exists(&out),
+            ..TrainSpec::default()
+        };
+        let checkpoint =
+            trainer::run(&spec, &out, Some(args.minutes), &device).map_err(failed(name))?;
         if checkpoint.state.weights.is_empty() {
             return Err(format!(
                 "{name}: {} min was not enough for one epoch",
                 args.minutes
             ));
         }
-        let hypotheses =
-            translate_pairs(&out, &test, greedy, &args.device).map_err(|e| e.to_string())?;
-        let bleu = corpus_bleu(&hypotheses, &references).map_err(|e| e.to_string())?;
+        let evaluation = Translator::load(&out, &device)
+            .and_then(|translator| translator.evaluate(&test, &DecodeConfig::default()))
+            .map_err(failed(name))?;
+        let bleu = evaluation.bleu;
         println!("{name}: {bleu}");
         table.push_str(&format!(
             "| {name} | {} | {:.1} min | {:.2} |\n",
@@ -119,7 +120,7 @@ fn run(args: &Args) -> Result<(), String> {
         ));
         series.push((
             name.to_string(),
-            bleu_by_length(&test, &hypotheses).map_err(|e| e.to_string())?,
+            bleu_by_length(&test, &evaluation.hypotheses).map_err(failed(name))?,
         ));
     }
     let mut by_length = String::from("| model |");
@@ -139,7 +140,7 @@ fn run(args: &Args) -> Result<(), String> {
     let report = format!("{table}\n{by_length}");
     std::fs::write(args.out.join("ablation.md"), &report).map_err(|e| e.to_string())?;
     let plot = args.out.join("bleu_by_length.png");
-    plot_bleu_by_length(&series, &plot)?;
+    plot_bleu_by_length(&series, &plot).map_err(failed("plot"))?;
     println!("\n{report}\nplot: {}", plot.display());
     Ok(())
 }

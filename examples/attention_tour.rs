@@ -219,4 +219,5 @@ fn write_heatmap(args: &Args, file: &str, title: &str, weights: Tensor<3>) -> Re
         weights: &values,
     }
     .write(&args.out.join(file))
+    .map_err(|e| e.to_string())
 }

@@ -4,11 +4,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::CliError;
+use crate::error::{Error, Result};
 
 /// `apt-get download PACKAGE` into `work`; when apt knows no such package and we are root,
 /// `apt-get update` first (and say so). Returns the `.deb` file.
-pub fn download(package: &str, work: &Path) -> Result<PathBuf, CliError> {
+pub fn download(package: &str, work: &Path) -> Result<PathBuf> {
     let download = || {
         Command::new("apt-get")
             .args(["download", package])
@@ -16,7 +16,7 @@ pub fn download(package: &str, work: &Path) -> Result<PathBuf, CliError> {
             .output()
     };
     let output = download().map_err(|error| {
-        CliError::Input(format!(
+        Error::Input(format!(
             "cannot run apt-get ({error}): this needs a Debian-based system"
         ))
     })?;
@@ -25,15 +25,15 @@ pub fn download(package: &str, work: &Path) -> Result<PathBuf, CliError> {
     } else if is_root() {
         eprintln!("apt-get download failed; running apt-get update (as root) and retrying");
         run(Command::new("apt-get").arg("update"))?;
-        download().map_err(|error| CliError::Input(format!("apt-get: {error}")))?
+        download().map_err(|error| Error::Input(format!("apt-get: {error}")))?
     } else {
-        return Err(CliError::Input(format!(
+        return Err(Error::Input(format!(
             "apt-get download {package} failed ({}); if apt's package lists are empty, run `sudo apt-get update` and retry",
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     };
     if !output.status.success() {
-        return Err(CliError::Input(format!(
+        return Err(Error::Input(format!(
             "apt-get download {package} failed: {}",
             String::from_utf8_lossy(&output.stderr).trim()
         )));
@@ -44,7 +44,7 @@ pub fn download(package: &str, work: &Path) -> Result<PathBuf, CliError> {
         .flatten()
         .map(|entry| entry.path())
         .find(|path| path.extension().is_some_and(|ext| ext == "deb"))
-        .ok_or_else(|| CliError::Input("apt-get download left no .deb file".into()))
+        .ok_or_else(|| Error::Input("apt-get download left no .deb file".into()))
 }
 
 fn is_root() -> bool {
@@ -54,14 +54,14 @@ fn is_root() -> bool {
         .is_ok_and(|output| output.stdout.trim_ascii() == b"0")
 }
 
-fn run(command: &mut Command) -> Result<(), CliError> {
+fn run(command: &mut Command) -> Result<()> {
     let output = command
         .output()
-        .map_err(|error| CliError::Input(format!("cannot run {command:?}: {error}")))?;
+        .map_err(|error| Error::Input(format!("cannot run {command:?}: {error}")))?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(CliError::Input(format!(
+        Err(Error::Input(format!(
             "{command:?} failed: {}",
             String::from_utf8_lossy(&output.stderr).trim()
         )))
@@ -69,6 +69,6 @@ fn run(command: &mut Command) -> Result<(), CliError> {
 }
 
 /// Unpacks the files of `deb` under `dir`.
-pub fn extract(deb: &Path, dir: &Path) -> Result<(), CliError> {
+pub fn extract(deb: &Path, dir: &Path) -> Result<()> {
     run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(dir))
 }

@@ -1,43 +1,67 @@
-use std::fmt;
+//! The library's error: one line for a user, saying what is wrong and with which value or file.
+
+use std::io;
+use std::path::{Path, PathBuf};
 
 use attnzoo_backends::BackendError;
 use attnzoo_models::AttnError;
 
-/// What a command reports to the user: one line on stderr and an exit status.
-#[derive(Debug)]
-pub enum CliError {
-    /// The backend or device cannot be used (exit 2).
-    Backend(BackendError),
-    /// Bad input or config (exit 2).
+/// What went wrong in the library half of attnzoo (translation, embeddings, plots).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input: a config value, a file's contents, a sentence.
+    #[error("{0}")]
     Input(String),
+    /// A file or folder that cannot be read or written.
+    #[error("{action} {}: {error}", path.display())]
+    Io {
+        /// What was being done: `cannot read`, `cannot write`, ….
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// Why (shown in this error's own line, so not a `source` of it).
+        error: io::Error,
+    },
+    /// The backend or device cannot be used.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A model rejected its config or input.
+    #[error(transparent)]
+    Model(#[from] AttnError),
 }
 
-impl CliError {
-    /// Exit status: 2 for usage and environment problems.
-    pub fn exit_code(&self) -> u8 {
-        2
-    }
-}
+/// The library's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Backend(error) => write!(f, "{error}"),
-            CliError::Input(message) => write!(f, "{message}"),
+impl Error {
+    /// `cannot read PATH: why`.
+    pub fn read(path: &Path, error: io::Error) -> Self {
+        Error::Io {
+            action: "cannot read",
+            path: path.to_path_buf(),
+            error,
         }
     }
-}
 
-impl std::error::Error for CliError {}
+    /// `cannot write PATH: why`.
+    pub fn write(path: &Path, error: io::Error) -> Self {
+        Error::Io {
+            action: "cannot write",
+            path: path.to_path_buf(),
+            error,
+        }
+    }
 
-impl From<BackendError> for CliError {
-    fn from(error: BackendError) -> Self {
-        CliError::Backend(error)
+    /// Whether the environment failed (a full disk, a quota) rather than the input being wrong.
+    pub fn is_environment(&self) -> bool {
+        matches!(self, Error::Io { error, .. } if is_environment(error))
     }
 }
 
-impl From<AttnError> for CliError {
-    fn from(error: AttnError) -> Self {
-        CliError::Input(error.to_string())
-    }
+/// Whether an I/O error is the machine's fault (a full disk, a quota), not the user's input.
+pub fn is_environment(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge
+    ) || error.raw_os_error() == Some(28) // ENOSPC, whatever the kind
 }

@@ -7,6 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::error::{Error, Result};
 use crate::fonts::ensure_font;
 
 /// Weights `[rows][cols]` with labels.
@@ -33,7 +34,10 @@ impl Heatmap<'_> {
         )
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> std::result::Result<(), String> {
         let failed = |error: DrawingAreaErrorKind<DB::ErrorType>| error.to_string();
         let cols = self.col_labels.len();
         if self.weights.len() != self.row_labels.len() * cols {
@@ -81,19 +85,28 @@ impl Heatmap<'_> {
         root.present().map_err(failed)
     }
 
-    /// Writes `stem.png` and `stem.svg`, each through a temporary file and a rename.
-    pub fn write(&self, stem: &Path) -> Result<(), String> {
+    /// Writes `stem.png` and `stem.svg`, each through a temporary file (removed if drawing
+    /// fails) and a rename.
+    pub fn write(&self, stem: &Path) -> Result<()> {
         ensure_font()?;
         for extension in ["png", "svg"] {
             let path = stem.with_extension(extension);
             let temporary = stem.with_extension(format!("partial.{extension}"));
-            if extension == "png" {
-                self.draw(&BitMapBackend::new(&temporary, self.size()).into_drawing_area())?;
+            let drawn = if extension == "png" {
+                self.draw(&BitMapBackend::new(&temporary, self.size()).into_drawing_area())
             } else {
-                self.draw(&SVGBackend::new(&temporary, self.size()).into_drawing_area())?;
+                self.draw(&SVGBackend::new(&temporary, self.size()).into_drawing_area())
+            };
+            let renamed = drawn.and_then(|()| {
+                std::fs::rename(&temporary, &path).map_err(|error| error.to_string())
+            });
+            if let Err(error) = renamed {
+                let _ = std::fs::remove_file(&temporary);
+                return Err(Error::Input(format!(
+                    "cannot write {}: {error}",
+                    path.display()
+                )));
             }
-            std::fs::rename(&temporary, &path)
-                .map_err(|error| format!("{}: {error}", path.display()))?;
         }
         Ok(())
     }
@@ -108,8 +121,8 @@ mod tests {
         let rows = vec!["a<b".to_string(), "c".to_string()];
         let cols = vec!["x".to_string(), "y".to_string(), "z".to_string()];
         let weights = [1.0, 0.0, 0.0, 0.2, 0.3, 0.5];
-        let dir = std::env::temp_dir().join(format!("attnzoo-heatmap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
         let map = Heatmap {
             title: "t",
             row_labels: &rows,
@@ -119,7 +132,6 @@ mod tests {
         map.write(&dir.join("map")).unwrap();
         let svg = std::fs::read_to_string(dir.join("map.svg")).unwrap();
         let png = std::fs::read(dir.join("map.png")).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(
             svg.matches("<rect").count(),
             1 + 6,
@@ -137,6 +149,7 @@ mod tests {
         assert!(short
             .write(Path::new("/tmp/never"))
             .unwrap_err()
+            .to_string()
             .contains("5 weights"));
     }
 }

@@ -1,14 +1,13 @@
 //! `attnzoo`: the command line of the attention zoo.
 
-use std::path::PathBuf;
+mod commands;
+
 use std::process::ExitCode;
 
+use attnzoo_backends::DeviceArgs;
 use clap::{Parser, Subcommand};
 
-use attnzoo::commands::{self, DecodeArgs, ModelKind, TrainArgs};
-use attnzoo::sentence_embedding::default_model_dir;
-use attnzoo::translation::corpus::Split;
-use attnzoo_backends::DeviceArgs;
+use commands::{attend, backends, bleu, data, demo, embed, eval, train, translate};
 
 #[derive(Parser)]
 #[command(
@@ -26,162 +25,70 @@ enum Command {
     /// Table of every backend: compiled in, usable, device, and why not.
     Backends,
     /// Opens the chosen backend and device and runs a small masked attention on it.
-    Check {
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Check(DeviceArgs),
     /// Sentence embeddings (all-MiniLM-L6-v2): UTF-8 sentences on stdin, one per line; one JSON
     /// array of floats per line on stdout, in input order.
-    Embed {
-        /// The model folder (fetch it with scripts/fetch-minilm.sh)
-        /// [default: $ATTNZOO_MINILM_DIR or ~/.cache/attnzoo/all-MiniLM-L6-v2]
-        #[arg(long)]
-        model_dir: Option<PathBuf>,
-        /// Sentences per forward pass
-        #[arg(long, default_value_t = 32)]
-        batch_size: usize,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Embed(embed::Args),
     /// The German–English corpus.
     Data {
         #[command(subcommand)]
-        command: DataCommand,
+        command: data::Command,
     },
     /// Trains a translation model (German → English), checkpointing every epoch.
-    Train(TrainArgs),
+    Train(train::Args),
     /// Translates German sentences from stdin, one per line, into English on stdout.
-    Translate {
-        /// Checkpoint folder
-        #[arg(long)]
-        checkpoint: PathBuf,
-        #[command(flatten)]
-        decode: DecodeArgs,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Translate(translate::Args),
     /// BLEU and chrF of a checkpoint on a corpus split.
-    Eval {
-        /// Checkpoint folder
-        #[arg(long)]
-        checkpoint: PathBuf,
-        /// Split
-        #[arg(long, value_enum, default_value = "test")]
-        split: Split,
-        /// Only the first N pairs
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Corpus folder [default: the newest under ~/.cache/attnzoo]
-        #[arg(long)]
-        corpus: Option<PathBuf>,
-        #[command(flatten)]
-        decode: DecodeArgs,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Eval(eval::Args),
     /// Corpus BLEU of stdin (one hypothesis per line) against a reference file, as sacreBLEU.
-    Bleu {
-        /// Reference file, one sentence per line
-        #[arg(long = "ref")]
-        reference: PathBuf,
-        /// One JSON object (score, precisions, bp, ratio, sys_len, ref_len)
-        #[arg(long)]
-        json: bool,
-    },
+    Bleu(bleu::Args),
     /// Heatmaps (PNG and SVG) of the attention behind one translation.
-    Attend {
-        /// Checkpoint folder
-        #[arg(long)]
-        checkpoint: PathBuf,
-        /// The German sentence
-        sentence: String,
-        /// Output folder
-        #[arg(long, default_value = "runs/attend")]
-        out: PathBuf,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Attend(attend::Args),
     /// The main job: fetch the corpus, train for a few minutes, report test BLEU, translate five
     /// test sentences and draw attention heatmaps.
-    Demo {
-        /// Training time (a checkpoint already in --out is continued)
-        #[arg(long, default_value_t = 5.0)]
-        minutes: f64,
-        /// Model
-        #[arg(long, value_enum, default_value = "rnn")]
-        model: ModelKind,
-        /// Output folder
-        #[arg(long, default_value = "runs/demo")]
-        out: PathBuf,
-        #[command(flatten)]
-        device: DeviceArgs,
-    },
+    Demo(demo::Args),
 }
 
-#[derive(Subcommand)]
-enum DataCommand {
-    /// Downloads Debian's trans-de-en with apt-get and builds the sentence-pair splits.
-    Fetch {
-        /// Cache folder [default: ~/.cache/attnzoo]
-        #[arg(long)]
-        cache: Option<PathBuf>,
-    },
+/// Clap's report of a bad command line as one line: its first paragraph, lines joined.
+fn one_line(error: &clap::Error) -> String {
+    let text = error.to_string();
+    let first = text.split("\n\n").next().unwrap_or("");
+    let joined: Vec<&str> = first.lines().map(str::trim).collect();
+    joined.join(" ").trim_start_matches("error: ").to_string()
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let outcome = match cli.command {
-        Command::Backends => commands::backends(),
-        Command::Check { device } => commands::check(&device),
-        Command::Embed {
-            model_dir,
-            batch_size,
-            device,
-        } => commands::embed(
-            &model_dir.unwrap_or_else(default_model_dir),
-            &device,
-            batch_size,
-        ),
-        Command::Data {
-            command: DataCommand::Fetch { cache },
-        } => commands::data_fetch(cache),
-        Command::Train(args) => commands::train_command(&args).map(|_| ()),
-        Command::Translate {
-            checkpoint,
-            decode,
-            device,
-        } => commands::translate_command(&checkpoint, decode, &device),
-        Command::Eval {
-            checkpoint,
-            split,
-            limit,
-            corpus,
-            decode,
-            device,
-        } => commands::eval_command(&checkpoint, split, limit, &corpus, decode, &device),
-        Command::Bleu { reference, json } => commands::bleu_command(&reference, json),
-        Command::Attend {
-            checkpoint,
-            sentence,
-            out,
-            device,
-        } => commands::attend_command(&checkpoint, &sentence, &out, &device).map(|written| {
-            for path in written {
-                println!("{}", path.display());
-            }
-        }),
-        Command::Demo {
-            minutes,
-            model,
-            out,
-            device,
-        } => commands::demo(minutes, &out, model, &device),
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("attnzoo: {error}");
-            ExitCode::from(error.exit_code())
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => {
+            let _ = error.print(); // --help, --version
+            return ExitCode::SUCCESS;
         }
+        Err(error) => {
+            eprintln!("attnzoo: {}", one_line(&error));
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = match cli.command {
+        Command::Backends => backends::run(),
+        Command::Check(device) => backends::check(&device),
+        Command::Embed(args) => embed::run(args),
+        Command::Data { command } => data::run(command),
+        Command::Train(args) => train::run(args),
+        Command::Translate(args) => translate::run(args),
+        Command::Eval(args) => eval::run(args),
+        Command::Bleu(args) => bleu::run(args),
+        Command::Attend(args) => attend::run(args),
+        Command::Demo(args) => demo::run(args),
+    };
+    let Err(error) = outcome else {
+        return ExitCode::SUCCESS;
+    };
+    match commands::exit_status(&error) {
+        Some(status) => {
+            eprintln!("attnzoo: {error:#}");
+            status
+        }
+        None => ExitCode::SUCCESS,
     }
 }

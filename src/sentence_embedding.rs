@@ -5,10 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use attnzoo_models::transformer::{l2_normalize, Bert, Pooling};
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::Device;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use crate::{home_cache, CliError};
+use crate::error::{Error, Result};
+use crate::home_cache;
+use crate::padding::padded;
 
 /// Where `scripts/fetch-minilm.sh` puts the model unless told otherwise.
 pub fn default_model_dir() -> PathBuf {
@@ -30,16 +32,16 @@ pub const MAX_SEQ_LENGTH: usize = 256;
 impl SentenceEmbedder {
     /// Loads `tokenizer.json`, `config.json` and `model.safetensors` from `dir`. Padding is off
     /// (batches are padded to their longest sentence) and inputs are truncated at 256 tokens.
-    pub fn load(dir: &Path, device: &Device) -> Result<Self, CliError> {
+    pub fn load(dir: &Path, device: &Device) -> Result<Self> {
         if !dir.join("model.safetensors").is_file() {
-            return Err(CliError::Input(format!(
+            return Err(Error::Input(format!(
                 "no model in {}: fetch it with scripts/fetch-minilm.sh [DIR] (or pass --model-dir)",
                 dir.display()
             )));
         }
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|error| {
-            CliError::Input(format!("cannot read {}: {error}", tokenizer_path.display()))
+            Error::Input(format!("cannot read {}: {error}", tokenizer_path.display()))
         })?;
         tokenizer.with_padding(None);
         tokenizer
@@ -47,8 +49,16 @@ impl SentenceEmbedder {
                 max_length: MAX_SEQ_LENGTH,
                 ..TruncationParams::default()
             }))
-            .map_err(|error| CliError::Input(format!("tokenizer truncation: {error}")))?;
-        let (model, _) = Bert::from_pretrained(dir, device)?;
+            .map_err(|error| Error::Input(format!("tokenizer truncation: {error}")))?;
+        let (model, config) = Bert::from_pretrained(dir, device)?;
+        let tokens = tokenizer.get_vocab_size(true);
+        if tokens > config.vocab_size {
+            return Err(Error::Input(format!(
+                "{} has {tokens} tokens but the model's vocabulary {}: they are not one model's",
+                tokenizer_path.display(),
+                config.vocab_size
+            )));
+        }
         Ok(Self {
             tokenizer,
             model,
@@ -58,19 +68,15 @@ impl SentenceEmbedder {
 
     /// One unit vector per sentence, in input order. Sentences are sorted by length and run in
     /// batches of `batch_size`, each padded to its longest sentence.
-    pub fn embed(
-        &self,
-        sentences: &[String],
-        batch_size: usize,
-    ) -> Result<Vec<Vec<f32>>, CliError> {
+    pub fn embed(&self, sentences: &[String], batch_size: usize) -> Result<Vec<Vec<f32>>> {
         if batch_size == 0 {
-            return Err(CliError::Input("--batch-size must be at least 1".into()));
+            return Err(Error::Input("batch size: must be at least 1".into()));
         }
         let stripped: Vec<&str> = sentences.iter().map(|s| s.trim()).collect();
         let encodings = self
             .tokenizer
             .encode_batch(stripped, true)
-            .map_err(|error| CliError::Input(format!("tokenizer: {error}")))?;
+            .map_err(|error| Error::Input(format!("tokenizer: {error}")))?;
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
         let mut embeddings = vec![Vec::new(); encodings.len()];
@@ -83,25 +89,18 @@ impl SentenceEmbedder {
         Ok(embeddings)
     }
 
-    fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, CliError> {
-        let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
-        let mut ids = vec![0i64; batch.len() * len];
-        let mut padding = vec![true; batch.len() * len];
-        for (row, tokens) in batch.iter().enumerate() {
-            for (col, &token) in tokens.iter().enumerate() {
-                ids[row * len + col] = i64::from(token);
-                padding[row * len + col] = false;
-            }
-        }
-        let shape = [batch.len(), len];
-        let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, shape), &self.device);
-        let padding = Tensor::<2, Bool>::from_data(TensorData::new(padding, shape), &self.device);
+    fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let rows: Vec<Vec<usize>> = batch
+            .iter()
+            .map(|ids| ids.iter().map(|&id| id as usize).collect())
+            .collect();
+        let (ids, padding) = padded(&rows, 0, &self.device);
         let hidden = self.model.forward(ids, padding.clone())?;
         let pooled = l2_normalize(Pooling::Mean.pool(hidden, padding));
         let values = pooled
             .into_data()
             .try_to_vec::<f32>()
-            .map_err(|error| CliError::Input(format!("reading embeddings: {error:?}")))?;
+            .map_err(|error| Error::Input(format!("reading embeddings: {error:?}")))?;
         let width = values.len() / batch.len();
         Ok(values.chunks(width).map(<[f32]>::to_vec).collect())
     }

@@ -21,7 +21,7 @@ fn fixtures() -> PathBuf {
 
 fn sentences() -> Vec<String> {
     let text = std::fs::read_to_string(fixtures().join("sentences.txt")).unwrap();
-    attnzoo::commands::read_lines(text.as_bytes()).unwrap()
+    attnzoo::files::read_lines(text.as_bytes(), "sentences.txt").unwrap()
 }
 
 fn reference() -> Vec<Vec<f32>> {

@@ -2,7 +2,7 @@
 //! ndarray → checkpoint → resume → translate and eval, and the same checkpoint decoded on every
 //! usable backend. Bad checkpoints and bad input give one-line errors.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use attnzoo_backends::test_devices;
 
@@ -53,11 +53,9 @@ fn attnzoo(args: &[&str], stdin: &str) -> (i32, String, String) {
     common::attnzoo(args, stdin.as_bytes())
 }
 
-fn workdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("attnzoo-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh folder, removed when dropped (also when a test fails).
+fn workdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }
 
 fn train(dir: &Path, model: &str, epochs: &str, extra: &[&str]) -> (i32, String, String) {
@@ -106,18 +104,19 @@ fn files_starting(dir: &Path, start: &str) -> Vec<String> {
 
 #[test]
 fn train_resume_translate_and_eval_then_decode_on_every_backend() {
-    let dir = workdir("translation");
+    let tmp = workdir();
+    let dir = tmp.path();
     write_corpus(&dir.join("corpus"));
     for model in ["rnn", "transformer"] {
         let checkpoint = dir.join(model);
-        let (code, _, stderr) = train(&dir, model, "2", &[]);
+        let (code, _, stderr) = train(dir, model, "2", &[]);
         assert_eq!(code, 0, "{stderr}");
         assert_eq!(history(&checkpoint).len(), 2);
         // The folder is not overwritten without --resume; with it, training continues.
-        let (code, _, stderr) = train(&dir, model, "2", &[]);
+        let (code, _, stderr) = train(dir, model, "2", &[]);
         assert_eq!(code, 2);
         assert!(stderr.contains("--resume"), "{stderr}");
-        let (code, _, stderr) = train(&dir, model, "4", &["--resume"]);
+        let (code, _, stderr) = train(dir, model, "4", &["--resume"]);
         assert_eq!(code, 0, "{stderr}");
         let epochs = history(&checkpoint);
         assert_eq!(epochs.len(), 4);
@@ -207,18 +206,18 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
             .iter()
             .all(|png| Path::new(png).is_file() && Path::new(png).with_extension("svg").is_file()));
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_subword_vocabulary_trains_resumes_and_translates() {
-    let dir = workdir("translation-bpe");
+    let tmp = workdir();
+    let dir = tmp.path();
     write_corpus(&dir.join("corpus"));
     let checkpoint = dir.join("rnn");
-    let (code, _, stderr) = train(&dir, "rnn", "1", &["--bpe", "80"]);
+    let (code, _, stderr) = train(dir, "rnn", "1", &["--bpe", "80"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("subword vocabularies"), "{stderr}");
-    let (code, _, stderr) = train(&dir, "rnn", "2", &["--resume"]);
+    let (code, _, stderr) = train(dir, "rnn", "2", &["--resume"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         !stderr.contains("start from zero"),
@@ -244,14 +243,14 @@ fn a_subword_vocabulary_trains_resumes_and_translates() {
     assert_eq!(lines.len(), 2, "{stdout:?}");
     assert!(!lines[0].contains("##"), "subwords are joined: {stdout:?}");
     assert_eq!(lines[1], "");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
-    let dir = workdir("bad-checkpoints");
+    let tmp = workdir();
+    let dir = tmp.path();
     write_corpus(&dir.join("corpus"));
-    let (code, _, stderr) = train(&dir, "rnn", "1", &[]);
+    let (code, _, stderr) = train(dir, "rnn", "1", &[]);
     assert_eq!(code, 0, "{stderr}");
     let checkpoint = dir.join("rnn");
     let run = |checkpoint: &Path| {
@@ -303,12 +302,12 @@ fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("attnzoo data fetch"), "{stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bleu_command_prints_sacrebleus_line_and_json() {
-    let dir = workdir("bleu-cli");
+    let tmp = workdir();
+    let dir = tmp.path();
     let reference = dir.join("ref.txt");
     std::fs::write(
         &reference,
@@ -339,5 +338,4 @@ fn bleu_command_prints_sacrebleus_line_and_json() {
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("1 hypotheses but 2 references"), "{stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

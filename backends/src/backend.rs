@@ -3,12 +3,12 @@
 use std::fmt;
 
 use burn::tensor::Device;
-use clap::{Args, ValueEnum};
 
 use crate::spec::DeviceSpec;
 
 /// A Burn backend attnzoo can run on. Which ones exist in a build depends on its cargo features.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Backend {
     /// burn-ndarray: pure-Rust CPU (feature `ndarray`, the default).
     Ndarray,
@@ -239,17 +239,29 @@ fn wgpu_kind(spec: DeviceSpec) -> Option<burn::tensor::DeviceKind> {
     })
 }
 
-/// `--backend` and `--device`, for any command that computes. Flatten it into a clap parser.
-#[derive(Args, Clone, Debug)]
+/// `--backend` and `--device`, for any command that computes. With the `cli` feature, flatten
+/// it into a clap parser.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct DeviceArgs {
     /// Backend to run on [default: the fastest that opens here: a GPU (cuda, tch on CUDA, wgpu
     /// on a hardware adapter), else tch, flex, ndarray — whichever are compiled in]
-    #[arg(long, value_enum)]
+    #[cfg_attr(feature = "cli", arg(long, value_enum))]
     pub backend: Option<Backend>,
     /// Device of that backend: default, cpu, gpu[:N], discrete[:N], integrated[:N], virtual[:N],
     /// cuda[:N], mps (as the backend allows)
-    #[arg(long, default_value = "default")]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "default"))]
     pub device: String,
+}
+
+impl Default for DeviceArgs {
+    /// The default backend's default device.
+    fn default() -> Self {
+        Self {
+            backend: None,
+            device: "default".into(),
+        }
+    }
 }
 
 impl DeviceArgs {

@@ -1,13 +1,15 @@
 //! `attnzoo backends` and `attnzoo check`.
 
+use anyhow::Result;
 use attnzoo_backends::{probe_all, DeviceArgs};
 use attnzoo_models::attention::masked_softmax;
 use burn::tensor::{Bool, Tensor};
 
-use crate::CliError;
+use super::output::Stdout;
 
 /// Prints one row per backend: compiled in, usable, device, reason.
-pub fn backends() -> Result<(), CliError> {
+pub fn run() -> Result<()> {
+    let mut out = Stdout::open()?;
     let rows: Vec<[String; 5]> = probe_all()
         .into_iter()
         .map(|probe| {
@@ -37,21 +39,23 @@ pub fn backends() -> Result<(), CliError> {
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", cells.join("  ").trim_end());
+        out.line(cells.join("  ").trim_end())?;
     }
-    Ok(())
+    out.finish()
 }
 
-/// Runs a 1×2×3 masked attention (one query with every key masked) on the chosen device.
-pub fn check(args: &DeviceArgs) -> Result<(), CliError> {
+/// `attnzoo check`: runs a 1×2×3 masked attention (one query with every key masked) on the
+/// chosen device.
+pub fn check(args: &DeviceArgs) -> Result<()> {
+    let mut out = Stdout::open()?;
     let (backend, device) = args.open()?;
     let scores = Tensor::<3>::from_floats([[[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]], &device);
     let mask = Tensor::<3, Bool>::from_bool([[[false, false, true], [true, true, true]]], &device);
     let weights = masked_softmax(scores, Some(mask));
-    println!(
+    out.line(format!(
         "{backend} ({}) weights: {}",
         args.device,
         weights.into_data()
-    );
-    Ok(())
+    ))?;
+    out.finish()
 }

@@ -1,12 +1,36 @@
-//! One function per CLI subcommand.
+//! The command line: one file per subcommand, each with its `Args` and `run`, calling the
+//! library. Errors are `anyhow` with context; [`exit_status`] turns one into a status.
 
-mod backends;
-mod embed;
-mod translation;
+pub mod attend;
+pub mod backends;
+pub mod bleu;
+pub mod data;
+pub mod demo;
+pub mod embed;
+pub mod eval;
+pub mod output;
+pub mod parse;
+pub mod train;
+pub mod translate;
 
-pub use backends::{backends, check};
-pub use embed::{embed, read_lines};
-pub use translation::{
-    attend_command, bleu_command, data_fetch, demo, eval_command, train_command, translate_command,
-    translate_pairs, AttentionKind, DecodeArgs, ModelKind, TrainArgs,
-};
+use std::process::ExitCode;
+
+use output::{BrokenPipe, StdoutFailed};
+
+/// What a command's error means for its exit status: a reader that went away is a quiet 0, a
+/// failing machine (a full disk, an unwritable stdout) 1, anything the user can fix 2.
+pub fn exit_status(error: &anyhow::Error) -> Option<ExitCode> {
+    if error.downcast_ref::<BrokenPipe>().is_some() {
+        return None;
+    }
+    let environment = error.chain().any(|cause| {
+        cause.is::<StdoutFailed>()
+            || cause
+                .downcast_ref::<attnzoo::Error>()
+                .is_some_and(attnzoo::Error::is_environment)
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(attnzoo::is_environment)
+    });
+    Some(ExitCode::from(if environment { 1 } else { 2 }))
+}

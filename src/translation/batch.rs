@@ -1,9 +1,10 @@
 //! Examples as id sequences, batches bucketed by length, and their tensors.
 
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::corpus::Pair;
 use super::vocab::{Vocab, BOS_ID, EOS_ID, PAD_ID};
+use crate::padding::padded;
 
 /// A source and target as ids, without specials.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,30 +85,12 @@ pub fn bucketed(examples: &[Example], batch_size: usize, rng: &mut SplitMix) -> 
     batches
 }
 
-/// `[B, L]` ids padded with `<pad>`, and the padding mask.
-pub fn padded(rows: &[Vec<usize>], device: &Device) -> (Tensor<2, Int>, Tensor<2, Bool>) {
-    let len = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
-    let mut ids = vec![PAD_ID as i64; rows.len() * len];
-    let mut padding = vec![true; rows.len() * len];
-    for (r, row) in rows.iter().enumerate() {
-        for (c, &id) in row.iter().enumerate() {
-            ids[r * len + c] = id as i64;
-            padding[r * len + c] = false;
-        }
-    }
-    let shape = [rows.len(), len];
-    (
-        Tensor::from_data(TensorData::new(ids, shape), device),
-        Tensor::from_data(TensorData::new(padding, shape), device),
-    )
-}
-
 /// The tensors of the examples `indices`.
 pub fn batch(examples: &[Example], indices: &[usize], device: &Device) -> Batch {
     let pick = |f: fn(&Example) -> Vec<usize>| {
         indices.iter().map(|&i| f(&examples[i])).collect::<Vec<_>>()
     };
-    let (source, source_padding) = padded(&pick(|e| e.source.clone()), device);
+    let (source, source_padding) = padded(&pick(|e| e.source.clone()), PAD_ID, device);
     let target_in = pick(|e| {
         [BOS_ID]
             .into_iter()
@@ -119,8 +102,8 @@ pub fn batch(examples: &[Example], indices: &[usize], device: &Device) -> Batch 
     Batch {
         source,
         source_padding,
-        target_in: padded(&target_in, device).0,
-        target_out: padded(&target_out, device).0,
+        target_in: padded(&target_in, PAD_ID, device).0,
+        target_out: padded(&target_out, PAD_ID, device).0,
         target_tokens,
     }
 }

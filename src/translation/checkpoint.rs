@@ -1,8 +1,19 @@
 //! A training run's folder: `model.json` (the model config), `train.json` (the training config),
-//! `vocab.json` (both vocabularies), `weights-epoch-N.safetensors`, `adam-epoch-N.bpk` (Adam's
-//! moment estimates, burnpack), and `state.json`, which names the current weights and optimizer
-//! state. Every file is written through a rename, and `state.json` last, so an interrupted save
-//! leaves the previous checkpoint intact.
+//! `vocab.json` (both vocabularies), `weights-epoch-N.safetensors` and `adam-epoch-N.bpk` (the
+//! last epoch's weights and Adam's moment estimates, burnpack), and `state.json`, which names
+//! them and the weights of the best validation BLEU: the last epoch's, or, once a later epoch
+//! scores lower, `weights-best.safetensors` (kept until a better epoch comes).
+//!
+//! What holds, whatever happens to a run:
+//! - every file is written through a temporary file and a rename, and `state.json` last, so an
+//!   interrupted save leaves the previous checkpoint intact; leftovers of interrupted writes are
+//!   removed when training next opens the folder;
+//! - one training run at a time: training holds an advisory lock on the folder's `lock` file
+//!   (released by the operating system when the process ends, however it ends);
+//! - a folder whose run stopped before its first epoch (configs, no `state.json`) starts afresh;
+//! - what is read back is checked: configs in range (one line naming the field), vocabularies
+//!   without duplicates and of the model's sizes, weights and optimizer state those `state.json`
+//!   recorded (by checksum), weights finite.
 //!
 //! Adam's state is keyed by parameter id, and safetensors keep no ids: a resumed model gets
 //! fresh ones. `state.json` therefore records each parameter's id by its path in the model, and
@@ -10,8 +21,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use attnzoo_models::attention::AlignmentScore;
 use attnzoo_models::seq2seq::{Seq2Seq, Seq2SeqConfig};
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::ModuleOptimizer;
@@ -19,10 +33,14 @@ use burn::store::{ModuleSnapshot, SafetensorsStore};
 use burn::tensor::{Bytes, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use super::corpus::write_atomically;
 use super::train::TrainConfig;
 use super::vocab::Vocab;
-use crate::CliError;
+use crate::error::{Error, Result};
+use crate::files::{remove_partial_files, write_atomically};
+use crate::validate;
+
+/// The best epoch's weights, kept beside the last epoch's once they differ.
+pub const BEST_WEIGHTS: &str = "weights-best.safetensors";
 
 /// Source and target vocabularies.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -62,11 +80,26 @@ pub struct TrainState {
     /// The optimizer-state file of this state (empty: none saved).
     #[serde(default)]
     pub optimizer: String,
+    /// The weights file of the best validation BLEU (none: no best recorded; use the last).
+    #[serde(default)]
+    pub best_weights: Option<String>,
     /// Each parameter's id (which keys the optimizer state) by its path in the model.
     #[serde(default)]
     pub param_ids: BTreeMap<String, u64>,
+    /// FNV-1a checksums of the files this state names, so a file from elsewhere is noticed.
+    #[serde(default)]
+    pub checksums: BTreeMap<String, u64>,
     /// Every completed epoch.
     pub history: Vec<EpochRecord>,
+}
+
+/// Which of a checkpoint's weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weights {
+    /// The epoch of the best validation BLEU (the last, where no best was recorded).
+    Best,
+    /// The last epoch's (what training continues from).
+    Last,
 }
 
 /// Everything in a checkpoint folder but the weights.
@@ -82,26 +115,110 @@ pub struct Checkpoint {
     pub vocab: Vocabularies,
     /// Progress.
     pub state: TrainState,
+    /// Training's lock on the folder (none when opened for reading).
+    lock: Option<Arc<fs::File>>,
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
+/// FNV-1a, 64 bits.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The first line of a long report, at most 160 characters.
+fn first_line(report: &str) -> String {
+    let line = report
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("");
+    line.trim().chars().take(160).collect()
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = fs::read_to_string(path).map_err(|error| {
-        CliError::Input(format!(
+        Error::Input(format!(
             "not a checkpoint: cannot read {}: {error}",
             path.display()
         ))
     })?;
     serde_json::from_str(&text).map_err(|error| {
-        CliError::Input(format!(
+        Error::Input(format!(
             "damaged checkpoint file {}: {error}",
             path.display()
         ))
     })
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("checkpoint values serialise");
     write_atomically(path, text.as_bytes())
+}
+
+/// Checks every number of a model config: sizes at least 1, dropout a probability.
+pub fn validate_model(config: &Seq2SeqConfig) -> Result<(), String> {
+    use validate::{at_least_one as one, field, probability};
+    match config {
+        Seq2SeqConfig::Rnn(c) => {
+            field("source_vocab", c.source_vocab, one)?;
+            field("target_vocab", c.target_vocab, one)?;
+            field("embedding_dim", c.embedding_dim, one)?;
+            field("hidden_dim", c.hidden_dim, one)?;
+            field("dropout", c.dropout, probability)?;
+            if let Some(AlignmentScore::Location { max_source_len }) = c.attention {
+                field("max_source_len", max_source_len, one)?;
+            }
+        }
+        Seq2SeqConfig::Transformer(c) => {
+            field("source_vocab", c.source_vocab, one)?;
+            field("target_vocab", c.target_vocab, one)?;
+            field("d_model", c.d_model, one)?;
+            field("n_heads", c.n_heads, one)?;
+            field("d_ff", c.d_ff, one)?;
+            field("encoder_layers", c.encoder_layers, one)?;
+            field("decoder_layers", c.decoder_layers, one)?;
+            field("dropout", c.dropout, probability)?;
+            field("max_len", c.max_len, one)?;
+            if c.d_model % c.n_heads != 0 {
+                return Err(format!(
+                    "d_model: {} is not a multiple of n_heads {}",
+                    c.d_model, c.n_heads
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks every number of a training config: counts at least 1, rates finite and above 0,
+/// probabilities in `[0, 1]`, label smoothing in `[0, 1)`.
+pub fn validate_train(config: &TrainConfig) -> Result<(), String> {
+    use validate::{at_least_one as one, field, fraction_below_one, positive, probability};
+    field("epochs", config.epochs, one)?;
+    field("batch_size", config.batch_size, one)?;
+    field("learning_rate", config.learning_rate, positive)?;
+    field(
+        "label_smoothing",
+        f64::from(config.label_smoothing),
+        fraction_below_one,
+    )?;
+    field("teacher_forcing", config.teacher_forcing, probability)?;
+    field("clip_norm", f64::from(config.clip_norm), positive)?;
+    field("max_len", config.max_len, one)?;
+    field("min_count", config.min_count, one)?;
+    if config.max_vocab < 5 {
+        return Err(format!(
+            "max_vocab: {} leaves no room beside the 4 special tokens",
+            config.max_vocab
+        ));
+    }
+    if config.bpe_vocab != 0 && config.bpe_vocab < 5 {
+        return Err(format!(
+            "bpe_vocab: {} leaves no room beside the 4 special tokens (0: whole words)",
+            config.bpe_vocab
+        ));
+    }
+    Ok(())
 }
 
 /// Walks a model's float parameters, tracking their paths.
@@ -110,6 +227,9 @@ struct ParamPaths {
     path: Vec<String>,
     ids: BTreeMap<String, u64>,
     missing: Vec<String>,
+    /// Whether visiting also checks that every value is finite.
+    check_finite: bool,
+    not_finite: Vec<String>,
 }
 
 impl ModuleVisitor for ParamPaths {
@@ -122,7 +242,12 @@ impl ModuleVisitor for ParamPaths {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.ids.insert(self.path.join("."), param.id.val());
+        let path = self.path.join(".");
+        // NaN and ±∞ survive a sum of absolute values.
+        if self.check_finite && !param.val().abs().sum().into_scalar::<f32>().is_finite() {
+            self.not_finite.push(path.clone());
+        }
+        self.ids.insert(path, param.id.val());
     }
 }
 
@@ -153,17 +278,68 @@ fn model_sizes(config: &Seq2SeqConfig) -> (usize, usize) {
     }
 }
 
+/// Takes training's lock on `dir` (its `lock` file), or says which process holds it.
+fn lock(dir: &Path) -> Result<Arc<fs::File>> {
+    let path = dir.join("lock");
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|error| Error::write(&path, error))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            return Err(Error::Input(format!(
+                "{} is in use by another training run (process {}): wait for it or choose another --out",
+                dir.display(),
+                holder.trim()
+            )));
+        }
+        Err(fs::TryLockError::Error(error)) => return Err(Error::write(&path, error)),
+    }
+    let pid = std::process::id().to_string();
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(pid.as_bytes()));
+    Ok(Arc::new(file))
+}
+
 impl Checkpoint {
-    /// Starts a new run in `dir` (created if needed), writing its configs and vocabularies.
+    /// Whether `dir` holds a run's configs (trained or not).
+    pub fn exists(dir: &Path) -> bool {
+        dir.join("model.json").is_file()
+    }
+
+    /// Whether `dir` holds at least one saved epoch.
+    pub fn is_trained(dir: &Path) -> bool {
+        dir.join("state.json").is_file()
+    }
+
+    /// Starts a new run in `dir` (created if needed; a run there that never finished an epoch
+    /// is replaced), checking the configs before anything is written, and locks it for training.
     pub fn create(
         dir: &Path,
         model: Seq2SeqConfig,
         train: TrainConfig,
         vocab: Vocabularies,
-    ) -> Result<Self, CliError> {
-        fs::create_dir_all(dir).map_err(|error| {
-            CliError::Input(format!("cannot create {}: {error}", dir.display()))
-        })?;
+    ) -> Result<Self> {
+        validate_model(&model)
+            .and_then(|()| validate_train(&train))
+            .map_err(Error::Input)?;
+        fs::create_dir_all(dir).map_err(|error| Error::write(dir, error))?;
+        let lock = lock(dir)?;
+        if Self::is_trained(dir) {
+            return Err(Error::Input(format!(
+                "{} already holds a checkpoint: pass --resume to continue it, or choose another --out",
+                dir.display()
+            )));
+        }
+        remove_partial_files(dir);
         write_json(&dir.join("model.json"), &model)?;
         write_json(&dir.join("train.json"), &train)?;
         write_json(&dir.join("vocab.json"), &vocab)?;
@@ -173,36 +349,74 @@ impl Checkpoint {
             train,
             vocab,
             state: TrainState::default(),
+            lock: Some(lock),
         })
     }
 
-    /// Reads a checkpoint folder, checking that its parts belong together.
-    pub fn open(dir: &Path) -> Result<Self, CliError> {
-        if !dir.join("state.json").is_file() {
-            return Err(CliError::Input(format!(
+    /// Opens a run in `dir` to continue training it, locked: a trained checkpoint, or a run
+    /// stopped before its first epoch (which starts from epoch 0 with its saved configs).
+    pub fn resume(dir: &Path) -> Result<Self> {
+        if !Self::exists(dir) {
+            return Err(Error::Input(format!(
+                "{} holds no run to resume (no model.json): train one with `attnzoo train --out {}`",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        let lock = lock(dir)?;
+        remove_partial_files(dir);
+        let mut checkpoint = Self::read(dir, Self::is_trained(dir))?;
+        checkpoint.lock = Some(lock);
+        Ok(checkpoint)
+    }
+
+    /// Reads a trained checkpoint folder (without locking it), checking that its parts belong
+    /// together.
+    pub fn open(dir: &Path) -> Result<Self> {
+        if !Self::is_trained(dir) {
+            return Err(Error::Input(format!(
                 "{} is not a trained checkpoint (no state.json): train one with `attnzoo train --out {}`",
                 dir.display(),
                 dir.display()
             )));
         }
-        let model: Seq2SeqConfig = read_json(&dir.join("model.json"))?;
-        let train: TrainConfig = read_json(&dir.join("train.json"))?;
-        let vocab: Vocabularies = read_json(&dir.join("vocab.json"))?;
-        let damaged = |error: String| {
-            CliError::Input(format!("{}: damaged vocab.json: {error}", dir.display()))
+        Self::read(dir, true)
+    }
+
+    fn read(dir: &Path, trained: bool) -> Result<Self> {
+        let in_file = |file: &str| {
+            let path = dir.join(file);
+            move |why: String| Error::Input(format!("{}: {why}", path.display()))
         };
+        let model: Seq2SeqConfig = read_json(&dir.join("model.json"))?;
+        validate_model(&model).map_err(in_file("model.json"))?;
+        let train: TrainConfig = read_json(&dir.join("train.json"))?;
+        validate_train(&train).map_err(in_file("train.json"))?;
+        let vocab: Vocabularies = read_json(&dir.join("vocab.json"))?;
+        let damaged =
+            |error: String| Error::Input(format!("{}: damaged vocab.json: {error}", dir.display()));
         let vocab = Vocabularies {
             source: vocab.source.reindexed().map_err(damaged)?,
             target: vocab.target.reindexed().map_err(damaged)?,
         };
-        let state: TrainState = read_json(&dir.join("state.json"))?;
+        let state: TrainState = if trained {
+            read_json(&dir.join("state.json"))?
+        } else {
+            TrainState::default()
+        };
         let (source, target) = model_sizes(&model);
         if (source, target) != (vocab.source.len(), vocab.target.len()) {
-            return Err(CliError::Input(format!(
+            return Err(Error::Input(format!(
                 "{}: the model expects vocabularies of {source}/{target} tokens but vocab.json has {}/{}: the files are from different runs",
                 dir.display(),
                 vocab.source.len(),
                 vocab.target.len()
+            )));
+        }
+        if trained && state.weights.is_empty() {
+            return Err(Error::Input(format!(
+                "{}: state.json names no weights file",
+                dir.display()
             )));
         }
         Ok(Self {
@@ -211,58 +425,108 @@ impl Checkpoint {
             train,
             vocab,
             state,
+            lock: None,
         })
     }
 
-    /// The model with this checkpoint's weights, on `device`.
-    pub fn load_model(&self, device: &Device) -> Result<Seq2Seq, CliError> {
-        let mut model = self.model.try_init(device)?;
-        let path = self.dir.join(&self.state.weights);
-        let mut store = SafetensorsStore::from_file(&path);
-        let result = model.load_from(&mut store).map_err(|error| {
-            CliError::Input(format!(
-                "damaged or foreign weights {}: {error}",
+    /// The longest source the model reads, in tokens: what training kept, and no more than a
+    /// Transformer's position table or location attention's scores cover.
+    pub fn max_source_len(&self) -> usize {
+        let model_limit = match &self.model {
+            Seq2SeqConfig::Transformer(c) => c.max_len,
+            Seq2SeqConfig::Rnn(c) => match c.attention {
+                Some(AlignmentScore::Location { max_source_len }) => max_source_len,
+                _ => usize::MAX,
+            },
+        };
+        self.train.max_len.min(model_limit)
+    }
+
+    /// The longest translation the model may produce: a Transformer's position table, or for
+    /// the RNN twice the longest training sentence.
+    pub fn max_output_len(&self) -> usize {
+        match &self.model {
+            Seq2SeqConfig::Transformer(c) => c.max_len,
+            Seq2SeqConfig::Rnn(_) => 2 * self.train.max_len,
+        }
+    }
+
+    /// Reads a file this state names, checking it is the one the state recorded.
+    fn read_recorded(&self, name: &str) -> Result<Vec<u8>> {
+        let path = self.dir.join(name);
+        let bytes = fs::read(&path).map_err(|error| Error::read(&path, error))?;
+        match self.state.checksums.get(name) {
+            Some(&expected) if expected != checksum(&bytes) => Err(Error::Input(format!(
+                "{} is not the file state.json recorded (changed or from another run)",
                 path.display()
+            ))),
+            _ => Ok(bytes),
+        }
+    }
+
+    /// The model with this checkpoint's best or last weights, on `device`, checked to be finite.
+    pub fn load_model(&self, weights: Weights, device: &Device) -> Result<Seq2Seq> {
+        let name = match (weights, &self.state.best_weights) {
+            (Weights::Best, Some(best)) => best.as_str(),
+            _ => self.state.weights.as_str(),
+        };
+        let path = self.dir.join(name);
+        let bytes = self.read_recorded(name)?;
+        let mut model = self.model.try_init(device)?;
+        let mut store = SafetensorsStore::from_bytes(Some(bytes));
+        let result = model.load_from(&mut store).map_err(|error| {
+            Error::Input(format!(
+                "{}: damaged or foreign weights file ({})",
+                path.display(),
+                first_line(&error.to_string())
             ))
         })?;
         if !result.missing.is_empty() || !result.errors.is_empty() {
-            return Err(CliError::Input(format!(
-                "{} does not fit model.json: {} missing, errors: {:?}",
+            let first_error = result.errors.first().map(|e| first_line(&e.to_string()));
+            return Err(Error::Input(format!(
+                "{}: weights that do not fit model.json ({} tensors missing{})",
                 path.display(),
                 result.missing.len(),
-                result
-                    .errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
+                first_error.map(|e| format!(", {e}")).unwrap_or_default()
+            )));
+        }
+        let mut paths = ParamPaths {
+            check_finite: true,
+            ..ParamPaths::default()
+        };
+        model.visit(&mut paths);
+        if let Some(first) = paths.not_finite.first() {
+            return Err(Error::Input(format!(
+                "{}: weights that are not finite numbers ({first} and {} more): the run diverged; train again with a lower --learning-rate",
+                path.display(),
+                paths.not_finite.len() - 1
             )));
         }
         Ok(model)
     }
 
-    /// `model` (loaded from this checkpoint) and `optimizer` as they were when it was saved:
-    /// the parameters get their saved ids back and the optimizer its saved state. A checkpoint
-    /// without optimizer state keeps both as they are; one whose parameters do not match its
-    /// recorded ids is an error.
+    /// `model` (loaded from this checkpoint's last weights) and `optimizer` as they were when it
+    /// was saved: the parameters get their saved ids back and the optimizer its saved state. A
+    /// checkpoint without optimizer state keeps both as they are; one whose parameters do not
+    /// match its recorded ids is an error.
     pub fn restore_optimizer(
         &self,
         model: Seq2Seq,
         optimizer: ModuleOptimizer,
-    ) -> Result<(Seq2Seq, ModuleOptimizer), CliError> {
+    ) -> Result<(Seq2Seq, ModuleOptimizer)> {
         if self.state.optimizer.is_empty() {
             eprintln!("this checkpoint has no optimizer state: Adam's moments start from zero");
             return Ok((model, optimizer));
         }
         let path = self.dir.join(&self.state.optimizer);
-        let bytes = fs::read(&path)
-            .map_err(|error| CliError::Input(format!("cannot read {}: {error}", path.display())))?;
+        let bytes = self.read_recorded(&self.state.optimizer)?;
         let mut paths = ParamPaths {
             ids: self.state.param_ids.clone(),
             ..ParamPaths::default()
         };
         let model = model.map(&mut paths);
         if !paths.missing.is_empty() {
-            return Err(CliError::Input(format!(
+            return Err(Error::Input(format!(
                 "{}: state.json has no parameter id for {}: the files are from different runs",
                 self.dir.display(),
                 paths.missing.join(", ")
@@ -271,51 +535,73 @@ impl Checkpoint {
         let optimizer = optimizer
             .from_bytes(Bytes::from_bytes_vec(bytes))
             .map_err(|error| {
-                CliError::Input(format!(
-                    "damaged optimizer state {}: {error}",
-                    path.display()
+                Error::Input(format!(
+                    "{}: damaged optimizer state ({})",
+                    path.display(),
+                    first_line(&error.to_string())
                 ))
             })?;
         Ok((model, optimizer))
     }
 
-    /// Saves the weights and optimizer state after an epoch and then the state that names them;
-    /// older ones go.
+    /// Saves the weights and optimizer state after an epoch and then the state that names
+    /// them; older epochs' files go. When `is_best`, these weights are the best; otherwise the
+    /// best so far, if they were the previous epoch's, are kept as [`BEST_WEIGHTS`].
     pub fn save(
         &mut self,
         model: &Seq2Seq,
         optimizer: &ModuleOptimizer,
         state: TrainState,
-    ) -> Result<(), CliError> {
+        is_best: bool,
+    ) -> Result<()> {
         let name = format!("weights-epoch-{}.safetensors", state.epoch);
-        let path = self.dir.join(&name);
-        let temporary = self
-            .dir
-            .join(format!("{name}.partial.{}", std::process::id()));
-        let mut store = SafetensorsStore::from_file(&temporary);
-        model.valid().save_into(&mut store).map_err(|error| {
-            CliError::Input(format!("cannot write {}: {error}", temporary.display()))
-        })?;
-        fs::rename(&temporary, &path).map_err(|error| {
-            CliError::Input(format!("cannot write {}: {error}", path.display()))
-        })?;
+        let mut store = SafetensorsStore::from_bytes(None);
+        let weights = model
+            .valid()
+            .save_into(&mut store)
+            .and_then(|()| store.get_bytes())
+            .map_err(|error| {
+                Error::Input(format!(
+                    "cannot serialise the weights: {}",
+                    first_line(&error.to_string())
+                ))
+            })?;
+        write_atomically(&self.dir.join(&name), &weights)?;
         let optimizer_name = format!("adam-epoch-{}.bpk", state.epoch);
-        let bytes = optimizer.into_bytes().map_err(|error| {
-            CliError::Input(format!("cannot serialise the optimizer state: {error}"))
+        let adam = optimizer.into_bytes().map_err(|error| {
+            Error::Input(format!("cannot serialise the optimizer state: {error}"))
         })?;
-        write_atomically(&self.dir.join(&optimizer_name), &bytes)?;
+        write_atomically(&self.dir.join(&optimizer_name), &adam)?;
+        let mut checksums = BTreeMap::from([
+            (name.clone(), checksum(&weights)),
+            (optimizer_name.clone(), checksum(&adam)),
+        ]);
+        let best_weights = match self.state.best_weights.clone() {
+            Some(best) if !is_best => {
+                if best == self.state.weights {
+                    self.keep_as_best(&best)?;
+                }
+                if let Some(&sum) = self.state.checksums.get(&best) {
+                    checksums.insert(BEST_WEIGHTS.to_string(), sum);
+                }
+                BEST_WEIGHTS.to_string()
+            }
+            _ => name.clone(),
+        };
         let mut paths = ParamPaths::default();
         model.visit(&mut paths);
         let state = TrainState {
             weights: name.clone(),
             optimizer: optimizer_name.clone(),
+            best_weights: Some(best_weights.clone()),
             param_ids: paths.ids,
+            checksums,
             ..state
         };
         write_json(&self.dir.join("state.json"), &state)?;
         for entry in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
             let file = entry.file_name().to_string_lossy().to_string();
-            let old_weights = file.starts_with("weights-epoch-") && file != name;
+            let old_weights = file.starts_with("weights-") && file != name && file != best_weights;
             let old_optimizer = file.starts_with("adam-epoch-") && file != optimizer_name;
             if old_weights || old_optimizer {
                 let _ = fs::remove_file(entry.path());
@@ -323,6 +609,26 @@ impl Checkpoint {
         }
         self.state = state;
         Ok(())
+    }
+
+    /// Makes `weights` (a file this state names) also [`BEST_WEIGHTS`], atomically: a hard link
+    /// (a copy where links are not possible) renamed into place.
+    fn keep_as_best(&self, weights: &str) -> Result<()> {
+        let best = self.dir.join(BEST_WEIGHTS);
+        let temporary = self.dir.join(format!(
+            "{BEST_WEIGHTS}{}.{}",
+            crate::files::PARTIAL,
+            std::process::id()
+        ));
+        let source = self.dir.join(weights);
+        let _ = fs::remove_file(&temporary);
+        let kept = fs::hard_link(&source, &temporary)
+            .or_else(|_| fs::copy(&source, &temporary).map(|_| ()))
+            .and_then(|()| fs::rename(&temporary, &best));
+        kept.map_err(|error| {
+            let _ = fs::remove_file(&temporary);
+            Error::write(&best, error)
+        })
     }
 }
 
@@ -398,23 +704,23 @@ mod tests {
         for _ in 0..3 {
             model = adam_step(model, &mut optimizer, &train_device);
         }
-        let dir = std::env::temp_dir().join(format!("attnzoo-adam-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let vocab = Vocabularies {
             source: vocab.clone(),
             target: vocab,
         };
-        let mut checkpoint = Checkpoint::create(&dir, config, TrainConfig::new(), vocab).unwrap();
+        let mut checkpoint = Checkpoint::create(dir, config, TrainConfig::new(), vocab).unwrap();
         let state = TrainState {
             epoch: 1,
             step: 3,
             ..TrainState::default()
         };
-        checkpoint.save(&model, &optimizer, state).unwrap();
+        checkpoint.save(&model, &optimizer, state, true).unwrap();
 
-        let reopened = Checkpoint::open(&dir).unwrap();
+        let reopened = Checkpoint::open(dir).unwrap();
         let restore = || {
-            let loaded = reopened.load_model(&train_device).unwrap();
+            let loaded = reopened.load_model(Weights::Last, &train_device).unwrap();
             reopened.restore_optimizer(loaded, adam()).unwrap()
         };
         let (resumed, mut resumed_optimizer) = restore();
@@ -429,6 +735,57 @@ mod tests {
         let (loaded, _) = restore();
         let restarted = logits(&adam_step(loaded, &mut adam(), &train_device), &device);
         assert!(largest_difference(&uninterrupted, &restarted) > 1e-4);
-        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_best_weights_stay_beside_the_last_until_a_better_epoch_comes() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let train_device = device.clone().autodiff();
+        let vocab = Vocab::build(["a b c d e f"], 1, 100);
+        let config = Seq2SeqConfig::Rnn(
+            RnnSeq2SeqConfig::new(vocab.len(), vocab.len())
+                .with_embedding_dim(8)
+                .with_hidden_dim(8),
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let vocab = Vocabularies {
+            source: vocab.clone(),
+            target: vocab,
+        };
+        let mut checkpoint =
+            Checkpoint::create(tmp.path(), config, TrainConfig::new(), vocab).unwrap();
+        assert!(
+            Checkpoint::create(
+                tmp.path(),
+                checkpoint.model.clone(),
+                TrainConfig::new(),
+                checkpoint.vocab.clone()
+            )
+            .unwrap_err()
+            .to_string()
+            .contains("in use by another training run"),
+            "the folder is locked while training"
+        );
+        let (mut model, mut optimizer) = (
+            checkpoint.model.try_init(&train_device).unwrap(),
+            AdamConfig::new().init(),
+        );
+        let mut logits_of_epoch = Vec::new();
+        for (epoch, is_best) in [(1, true), (2, false), (3, false), (4, true)] {
+            model = adam_step(model, &mut optimizer, &train_device);
+            logits_of_epoch.push(logits(&model, &device));
+            let state = TrainState {
+                epoch,
+                ..checkpoint.state.clone()
+            };
+            checkpoint.save(&model, &optimizer, state, is_best).unwrap();
+            let reopened = Checkpoint::open(tmp.path()).unwrap();
+            let best = reopened.load_model(Weights::Best, &device).unwrap();
+            let best_epoch = if epoch < 4 { 1 } else { 4 };
+            let expected = &logits_of_epoch[best_epoch - 1];
+            assert!(largest_difference(&logits(&best, &device), expected) < 1e-6);
+            let kept = tmp.path().join(BEST_WEIGHTS).is_file();
+            assert_eq!(kept, (2..4).contains(&epoch), "epoch {epoch}");
+        }
     }
 }

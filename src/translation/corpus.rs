@@ -16,12 +16,12 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::debian;
+use crate::error::{Error, Result};
+use crate::files::write_atomically;
 use crate::home_cache;
-use crate::CliError;
 
 /// A German sentence and its English translation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,7 +170,7 @@ pub fn corpus_dir(cache: &Path, version: &str) -> PathBuf {
 }
 
 /// The newest fetched corpus in `cache`, or an error that says how to fetch one.
-pub fn find_corpus(cache: &Path) -> Result<PathBuf, CliError> {
+pub fn find_corpus(cache: &Path) -> Result<PathBuf> {
     let mut found: Vec<PathBuf> = fs::read_dir(cache)
         .into_iter()
         .flatten()
@@ -181,13 +181,32 @@ pub fn find_corpus(cache: &Path) -> Result<PathBuf, CliError> {
             name.starts_with("trans-de-en-") && is_complete(path)
         })
         .collect();
-    found.sort();
+    found.sort_by_cached_key(|path| version_key(&path.to_string_lossy()));
     found.pop().ok_or_else(|| {
-        CliError::Input(format!(
+        Error::Input(format!(
             "no German–English corpus in {}: run `attnzoo data fetch` first",
             cache.display()
         ))
     })
+}
+
+/// A key that orders version strings as versions: runs of digits compare as numbers, so
+/// `1.10-1` comes after `1.9-6`.
+fn version_key(version: &str) -> Vec<(u64, String)> {
+    let mut key = Vec::new();
+    let mut rest = version;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(digits);
+        let text = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        key.push((number.parse().unwrap_or(0), tail[..text].to_string()));
+        rest = &tail[text..];
+    }
+    key
 }
 
 /// Whether `dir` holds every split and the lexicon.
@@ -200,19 +219,19 @@ fn is_complete(dir: &Path) -> bool {
 }
 
 /// Reads one split.
-pub fn read_split(dir: &Path, split: Split) -> Result<Vec<Pair>, CliError> {
+pub fn read_split(dir: &Path, split: Split) -> Result<Vec<Pair>> {
     read_pairs(&dir.join(split.file_name()))
 }
 
 /// Reads the word and phrase pairs of the [`LEXICON`].
-pub fn read_lexicon(dir: &Path) -> Result<Vec<Pair>, CliError> {
+pub fn read_lexicon(dir: &Path) -> Result<Vec<Pair>> {
     read_pairs(&dir.join(LEXICON))
 }
 
 /// Reads `german<TAB>english` lines.
-fn read_pairs(path: &Path) -> Result<Vec<Pair>, CliError> {
+fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
     let text = fs::read_to_string(&path).map_err(|error| {
-        CliError::Input(format!(
+        Error::Input(format!(
             "cannot read {}: {error} (run `attnzoo data fetch`)",
             path.display()
         ))
@@ -221,7 +240,7 @@ fn read_pairs(path: &Path) -> Result<Vec<Pair>, CliError> {
         .enumerate()
         .map(|(number, line)| {
             let (german, english) = line.split_once('\t').ok_or_else(|| {
-                CliError::Input(format!("{}:{}: no tab", path.display(), number + 1))
+                Error::Input(format!("{}:{}: no tab", path.display(), number + 1))
             })?;
             Ok(Pair {
                 german: german.into(),
@@ -231,41 +250,28 @@ fn read_pairs(path: &Path) -> Result<Vec<Pair>, CliError> {
         .collect()
 }
 
-/// Writes `contents` to `path` through a temporary file and a rename, so a reader never sees
-/// half a file and an interruption never destroys the previous one.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), CliError> {
-    let failed = |error: std::io::Error| {
-        CliError::Input(format!("cannot write {}: {error}", path.display()))
-    };
-    let temporary = path.with_extension(format!("partial.{}", std::process::id()));
-    let mut file = fs::File::create(&temporary).map_err(failed)?;
-    file.write_all(contents).map_err(failed)?;
-    file.sync_all().map_err(failed)?;
-    fs::rename(&temporary, path).map_err(failed)
-}
-
 /// `attnzoo data fetch`: downloads the package, extracts the dictionary and writes the splits.
 /// Returns the corpus folder.
-pub fn fetch(cache: Option<PathBuf>) -> Result<PathBuf, CliError> {
+pub fn fetch(cache: Option<PathBuf>) -> Result<PathBuf> {
     let cache = cache.unwrap_or_else(home_cache);
     fs::create_dir_all(&cache)
-        .map_err(|error| CliError::Input(format!("cannot create {}: {error}", cache.display())))?;
+        .map_err(|error| Error::Input(format!("cannot create {}: {error}", cache.display())))?;
     let work = cache.join(format!("download.{}", std::process::id()));
     fs::create_dir_all(&work)
-        .map_err(|error| CliError::Input(format!("{}: {error}", work.display())))?;
+        .map_err(|error| Error::Input(format!("{}: {error}", work.display())))?;
     let result = download_and_split(&cache, &work);
     let _ = fs::remove_dir_all(&work);
     result
 }
 
-fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
+fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf> {
     let deb = debian::download("trans-de-en", work)?;
     let version = deb
         .file_name()
         .and_then(|name| name.to_str())
         .and_then(|name| name.strip_prefix("trans-de-en_"))
         .and_then(|rest| rest.split('_').next())
-        .ok_or_else(|| CliError::Input(format!("unexpected package name {}", deb.display())))?
+        .ok_or_else(|| Error::Input(format!("unexpected package name {}", deb.display())))?
         .to_string();
     let dir = corpus_dir(cache, &version);
     if is_complete(&dir) {
@@ -275,14 +281,20 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf, CliError> {
     debian::extract(&deb, &work.join("root"))?;
     let dictionary_path = work.join("root/usr/share/trans/de-en");
     let dictionary = fs::read_to_string(&dictionary_path).map_err(|error| {
-        CliError::Input(format!(
+        Error::Input(format!(
             "cannot read {}: {error}",
             dictionary_path.display()
         ))
     })?;
     let pairs = sentence_pairs(&dictionary);
+    if pairs.is_empty() {
+        return Err(Error::Input(format!(
+            "{} holds no sentence pairs: the package is not the dictionary expected",
+            dictionary_path.display()
+        )));
+    }
     fs::create_dir_all(&dir)
-        .map_err(|error| CliError::Input(format!("{}: {error}", dir.display())))?;
+        .map_err(|error| Error::Input(format!("{}: {error}", dir.display())))?;
     let tsv = |pairs: &mut dyn Iterator<Item = &Pair>| -> String {
         pairs
             .map(|pair| format!("{}\t{}\n", pair.german, pair.english))
@@ -361,6 +373,23 @@ mod tests {
         let lexicon = lexicon_pairs(dictionary, &held_out);
         let german: Vec<&str> = lexicon.iter().map(|p| p.german.as_str()).collect();
         assert_eq!(german, ["Katze"], "the sentence pair of line 2 is not lexicon either");
+    }
+
+    #[test]
+    fn the_newest_corpus_is_found_by_version_order() {
+        let cache = tempfile::tempdir().unwrap();
+        for version in ["1.9-6", "1.10-1", "1.2-9"] {
+            let dir = corpus_dir(cache.path(), version);
+            fs::create_dir_all(&dir).unwrap();
+            for split in Split::ALL {
+                fs::write(dir.join(split.file_name()), "").unwrap();
+            }
+            fs::write(dir.join(LEXICON), "").unwrap();
+        }
+        assert_eq!(
+            find_corpus(cache.path()).unwrap(),
+            corpus_dir(cache.path(), "1.10-1")
+        );
     }
 
     #[test]

@@ -1,42 +1,107 @@
-//! Decoding: batched greedy search, and beam search with the GNMT length penalty
-//! (Wu et al. 2016): `score(Y) = log P(Y|X) / lp(Y)`, `lp(Y) = (5 + |Y|)^α / 6^α`.
+//! Decoding, configured by one [`DecodeConfig`] and done by one function, [`decode`]: batched
+//! greedy search, or beam search with the GNMT length penalty (Wu et al. 2016, "Google's Neural
+//! Machine Translation System"): `score(Y) = log P(Y|X) / lp(Y)`, `lp(Y) = (5 + |Y|)^α / 6^α`.
 //!
-//! A hypothesis ends at `<eos>` or after `⌈ratio · |X|⌉ + 5` tokens (at most `max_len`).
+//! The one length rule: a translation of `|X|` source tokens ends at `<eos>` or after
+//! `⌈ratio · |X|⌉ + 5` tokens, and never after the model's own limit (a Transformer's position
+//! table).
 
 use attnzoo_models::seq2seq::Seq2Seq;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Element, Int, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
 
-use super::batch::padded;
 use super::vocab::{BOS_ID, EOS_ID, PAD_ID, UNK_ID};
-use crate::CliError;
+use crate::error::{Error, Result};
+use crate::padding::padded;
+use crate::validate;
 
-/// Beam search settings.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BeamConfig {
-    /// Hypotheses kept per step.
-    pub beam: usize,
-    /// GNMT length-penalty α (0 = none).
-    pub alpha: f64,
-    /// Longest output as a multiple of the source length (plus 5).
-    pub max_len_ratio: f64,
-    /// Finished hypotheses returned, best first.
-    pub n_best: usize,
+/// GNMT's length-penalty α, the default of beam search.
+pub const DEFAULT_ALPHA: f64 = 0.6;
+
+/// How the next tokens are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Search {
+    /// The most likely token at each step, for a whole batch at once.
+    Greedy,
+    /// Beam search.
+    Beam {
+        /// Hypotheses kept per step, 1 to [`validate::MAX_BEAM`].
+        size: usize,
+        /// GNMT length-penalty α (0 = none; negative favours short translations).
+        alpha: f64,
+        /// Finished hypotheses returned per source, best first (1 to `size`).
+        n_best: usize,
+    },
 }
 
-impl Default for BeamConfig {
+/// How to decode: the search and the length rule. Translation, evaluation, the demo and
+/// validation during training all take one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecodeConfig {
+    /// Greedy or beam search.
+    pub search: Search,
+    /// Longest translation as a multiple of the source length (plus 5).
+    pub max_len_ratio: f64,
+}
+
+impl Default for DecodeConfig {
+    /// Greedy search, translations up to twice the source length plus 5.
     fn default() -> Self {
         Self {
-            beam: 5,
-            alpha: 0.6,
+            search: Search::Greedy,
             max_len_ratio: 2.0,
-            n_best: 1,
         }
     }
 }
 
+impl DecodeConfig {
+    /// Beam search of `size` hypotheses with α = [`DEFAULT_ALPHA`], the best one returned.
+    pub fn beam(size: usize) -> Self {
+        Self {
+            search: Search::Beam {
+                size,
+                alpha: DEFAULT_ALPHA,
+                n_best: 1,
+            },
+            ..Self::default()
+        }
+    }
+
+    /// Checks every number: a ratio above 0, a beam of 1 to [`validate::MAX_BEAM`], a finite
+    /// α, 1 ≤ n-best ≤ beam.
+    pub fn validate(&self) -> Result<()> {
+        let check = || -> Result<(), String> {
+            validate::field("max_len_ratio", self.max_len_ratio, validate::positive)?;
+            if let Search::Beam {
+                size,
+                alpha,
+                n_best,
+            } = self.search
+            {
+                validate::field("beam size", size, validate::beam_size)?;
+                validate::field("alpha", alpha, validate::finite)?;
+                if !(1..=size).contains(&n_best) {
+                    return Err(format!(
+                        "n_best: {n_best} is not in 1–{size} (the beam size)"
+                    ));
+                }
+            }
+            Ok(())
+        };
+        check().map_err(Error::Input)
+    }
+
+    /// The most tokens a translation of a `source_len`-token source may have:
+    /// `⌈ratio · |X|⌉ + 5`, at most `model_limit` (and at least 1).
+    pub fn output_limit(&self, source_len: usize, model_limit: usize) -> usize {
+        let by_ratio = (self.max_len_ratio * source_len as f64).ceil() + 5.0;
+        (by_ratio.min(model_limit as f64) as usize).max(1)
+    }
+}
+
 /// A finished translation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Hypothesis {
     /// Target ids, without `<bos>`/`<eos>`.
     pub ids: Vec<usize>,
@@ -60,67 +125,59 @@ fn never_produced(model: &Seq2Seq, device: &Device) -> Tensor<2> {
     Tensor::<1>::from_data(TensorData::new(bias, [vocab]), device).unsqueeze()
 }
 
-fn step_limit(source_len: usize, ratio: f64, max_len: usize) -> usize {
-    ((ratio * source_len as f64).ceil() as usize + 5).min(max_len.max(1))
-}
-
 fn ids_tensor(ids: &[usize], device: &Device) -> Tensor<1, Int> {
     let ids: Vec<i64> = ids.iter().map(|&id| id as i64).collect();
     let len = ids.len();
     Tensor::from_data(TensorData::new(ids, [len]), device)
 }
 
-fn to_vec_f32<const D: usize>(tensor: Tensor<D>) -> Result<Vec<f32>, CliError> {
-    tensor
-        .into_data()
-        .convert::<f32>()
-        .try_to_vec::<f32>()
-        .map_err(|error| CliError::Input(format!("reading a tensor: {error:?}")))
+/// A tensor's values as `T`.
+fn values<T: Element>(data: TensorData) -> Result<Vec<T>> {
+    data.convert::<T>()
+        .try_to_vec::<T>()
+        .map_err(|error| Error::Input(format!("reading a tensor: {error:?}")))
 }
 
 /// Each decoding step's attention maps, one `[B, heads, S]` tensor per layer.
 type StepWeights = Vec<Vec<Tensor<3>>>;
 
-/// Greedy decoding of `rows` at once; with `need_weights`, each step's attention maps.
+/// Greedy decoding of `rows` at once, row `r` stopping after `limits[r]` tokens; with
+/// `need_weights`, each step's attention maps.
 fn greedy_rows(
     model: &Seq2Seq,
     rows: &[Vec<usize>],
-    max_len: usize,
+    limits: &[usize],
     need_weights: bool,
     device: &Device,
-) -> Result<(Vec<Vec<usize>>, StepWeights), CliError> {
-    let (source, padding) = padded(rows, device);
+) -> Result<(Vec<Hypothesis>, StepWeights)> {
+    let (source, padding) = padded(rows, PAD_ID, device);
     let mut state = model.encode(source, padding)?;
     let banned = never_produced(model, device);
-    let limit = rows
-        .iter()
-        .map(|row| step_limit(row.len(), 2.0, max_len))
-        .max()
-        .unwrap_or(1);
-    let mut outputs = vec![Vec::new(); rows.len()];
+    let mut outputs: Vec<Hypothesis> = vec![Hypothesis::default(); rows.len()];
     let mut finished = vec![false; rows.len()];
     let mut tokens = ids_tensor(&vec![BOS_ID; rows.len()], device);
     let mut weights = Vec::new();
-    for _ in 0..limit {
+    for _ in 0..limits.iter().copied().max().unwrap_or(0) {
         let step = model.step(&mut state, tokens, need_weights)?;
         if need_weights {
             weights.push(step.weights);
         }
-        let next: Vec<i64> = (step.logits + banned.clone())
-            .argmax(1)
-            .into_data()
-            .convert::<i64>()
-            .try_to_vec::<i64>()
-            .map_err(|error| CliError::Input(format!("reading tokens: {error:?}")))?;
-        for (row, &token) in next.iter().enumerate() {
-            if !finished[row] {
-                if token as usize == EOS_ID
-                    || outputs[row].len() >= step_limit(rows[row].len(), 2.0, max_len)
-                {
-                    finished[row] = true;
-                } else {
-                    outputs[row].push(token as usize);
-                }
+        let (best, next) = log_softmax(step.logits + banned.clone(), 1).max_dim_with_indices(1);
+        let (best, next) = (
+            values::<f32>(best.into_data())?,
+            values::<i64>(next.into_data())?,
+        );
+        for (row, (&token, &log_prob)) in next.iter().zip(&best).enumerate() {
+            let output = &mut outputs[row];
+            if finished[row] {
+                continue;
+            }
+            output.log_prob += f64::from(log_prob);
+            if token as usize == EOS_ID {
+                finished[row] = true;
+            } else {
+                output.ids.push(token as usize);
+                finished[row] = output.ids.len() >= limits[row];
             }
         }
         if finished.iter().all(|&done| done) {
@@ -128,47 +185,99 @@ fn greedy_rows(
         }
         tokens = Tensor::from_data(TensorData::new(next, [rows.len()]), device);
     }
+    for output in &mut outputs {
+        output.score = output.log_prob;
+    }
     Ok((outputs, weights))
 }
 
-/// Greedy translations of every source, in batches of 64.
-pub fn greedy(
+/// Translations (as target ids) of every source: for each, the `n_best` best hypotheses, best
+/// first (greedy search: its one). A source of `|X|` tokens gets at most
+/// [`DecodeConfig::output_limit`]`(|X|, model_limit)` tokens. Greedy search runs 64 sources at a
+/// time, beam search 16.
+pub fn decode(
     model: &Seq2Seq,
     sources: &[Vec<usize>],
-    max_len: usize,
+    config: &DecodeConfig,
+    model_limit: usize,
     device: &Device,
-) -> Result<Vec<Vec<usize>>, CliError> {
+) -> Result<Vec<Vec<Hypothesis>>> {
+    config.validate()?;
+    let limit = |source: &Vec<usize>| config.output_limit(source.len(), model_limit);
     let mut outputs = Vec::with_capacity(sources.len());
-    for chunk in sources.chunks(64) {
-        outputs.extend(greedy_rows(model, chunk, max_len, false, device)?.0);
+    match config.search {
+        Search::Greedy => {
+            for chunk in sources.chunks(64) {
+                let limits: Vec<usize> = chunk.iter().map(limit).collect();
+                let (best, _) = greedy_rows(model, chunk, &limits, false, device)?;
+                outputs.extend(best.into_iter().map(|hypothesis| vec![hypothesis]));
+            }
+        }
+        Search::Beam {
+            size,
+            alpha,
+            n_best,
+        } => {
+            let beam = BeamConfig {
+                size,
+                alpha,
+                n_best,
+            };
+            for chunk in sources.chunks(16) {
+                let limits: Vec<usize> = chunk.iter().map(limit).collect();
+                outputs.extend(beam_search(model, chunk, &limits, beam, device)?);
+            }
+        }
     }
     Ok(outputs)
 }
 
-/// The greedy translation of one source and the attention behind each output token
-/// (the `<eos>` step included).
+/// The best hypothesis' ids of each source's n-best list (empty where there is none).
+pub fn best(n_best: Vec<Vec<Hypothesis>>) -> Vec<Vec<usize>> {
+    n_best
+        .into_iter()
+        .map(|hypotheses| {
+            hypotheses
+                .into_iter()
+                .next()
+                .map(|hypothesis| hypothesis.ids)
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The greedy translation of one source, at most `limit` tokens, and the attention behind each
+/// output token (the `<eos>` step included).
 pub fn attend(
     model: &Seq2Seq,
     source: &[usize],
-    max_len: usize,
+    limit: usize,
     device: &Device,
-) -> Result<(Vec<usize>, AttentionMaps), CliError> {
-    let (mut outputs, steps) = greedy_rows(model, &[source.to_vec()], max_len, true, device)?;
-    let ids = outputs.remove(0);
+) -> Result<(Vec<usize>, AttentionMaps)> {
+    let (mut outputs, steps) = greedy_rows(model, &[source.to_vec()], &[limit], true, device)?;
+    let ids = outputs.remove(0).ids;
     let layers = steps.first().map_or(0, Vec::len);
     let mut maps: AttentionMaps = Vec::with_capacity(layers);
     for layer in 0..layers {
         let heads = steps[0][layer].dims()[1];
         let mut per_head = vec![Vec::new(); heads];
         for step in steps.iter().take(ids.len() + 1) {
-            let values = to_vec_f32(step[layer].clone())?;
-            for (head, row) in values.chunks(source.len().max(1)).enumerate() {
+            let weights = values::<f32>(step[layer].clone().into_data())?;
+            for (head, row) in weights.chunks(source.len().max(1)).enumerate() {
                 per_head[head].push(row.to_vec());
             }
         }
         maps.push(per_head);
     }
     Ok((ids, maps))
+}
+
+/// Beam search's numbers.
+#[derive(Clone, Copy, Debug)]
+struct BeamConfig {
+    size: usize,
+    alpha: f64,
+    n_best: usize,
 }
 
 /// One source's beam: the hypotheses still growing and those that ended.
@@ -191,7 +300,7 @@ impl Beam {
 
     /// Step `t`: extends the alive hypotheses by their next-token log-probabilities (one row of
     /// `vocab` per alive hypothesis) and returns, for each new alive one, the index of its parent.
-    fn advance(
+    fn extend(
         &mut self,
         log_probs: &[f32],
         vocab: usize,
@@ -208,12 +317,12 @@ impl Beam {
                 candidates.push((score + lp as f64, parent, token));
             }
         }
-        let keep = (2 * config.beam).min(candidates.len());
+        let keep = (2 * config.size).min(candidates.len());
         candidates.select_nth_unstable_by(keep - 1, |a, b| b.0.total_cmp(&a.0));
         candidates.truncate(keep);
         candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut next: Vec<(Vec<usize>, f64)> = Vec::with_capacity(config.beam);
-        let mut parents = Vec::with_capacity(config.beam);
+        let mut next: Vec<(Vec<usize>, f64)> = Vec::with_capacity(config.size);
+        let mut parents = Vec::with_capacity(config.size);
         for (log_prob, parent, token) in candidates {
             let ids = &self.alive[parent].0;
             if token == EOS_ID || t + 1 == self.limit {
@@ -226,11 +335,11 @@ impl Beam {
                     ids,
                     log_prob,
                 });
-            } else if next.len() < config.beam {
+            } else if next.len() < config.size {
                 next.push((ids.iter().copied().chain([token]).collect(), log_prob));
                 parents.push(parent);
             }
-            if next.len() == config.beam && self.finished.len() >= config.n_best {
+            if next.len() == config.size && self.finished.len() >= config.n_best {
                 break;
             }
         }
@@ -239,7 +348,7 @@ impl Beam {
             .map(|(ids, lp)| lp / penalty(ids.len() + 1))
             .fold(f64::NEG_INFINITY, f64::max);
         self.finished.sort_by(|a, b| b.score.total_cmp(&a.score));
-        let settled = self.finished.len() >= config.beam
+        let settled = self.finished.len() >= config.size
             || (self.finished.len() >= config.n_best
                 && self.finished[config.n_best - 1].score >= best_alive
                 && config.alpha == 0.0);
@@ -254,30 +363,22 @@ impl Beam {
 }
 
 /// Beam search for a batch of sources at once (the decoder state holds every source's alive
-/// hypotheses as rows): for each source, the `n_best` finished hypotheses, best first.
-pub fn beam_search(
+/// hypotheses as rows), source `r` stopping after `limits[r]` tokens: for each source, the
+/// `n_best` finished hypotheses, best first.
+fn beam_search(
     model: &Seq2Seq,
     sources: &[Vec<usize>],
+    limits: &[usize],
     config: BeamConfig,
-    max_len: usize,
     device: &Device,
-) -> Result<Vec<Vec<Hypothesis>>, CliError> {
-    if config.beam == 0 || config.n_best == 0 || config.n_best > config.beam {
-        return Err(CliError::Input(format!(
-            "beam size {} and n-best {} must satisfy 1 ≤ n-best ≤ beam",
-            config.beam, config.n_best
-        )));
-    }
+) -> Result<Vec<Vec<Hypothesis>>> {
     if sources.is_empty() {
         return Ok(Vec::new());
     }
-    let (source_tensor, padding) = padded(sources, device);
+    let (source_tensor, padding) = padded(sources, PAD_ID, device);
     let mut state = model.encode(source_tensor, padding)?;
     let banned = never_produced(model, device);
-    let mut beams: Vec<Beam> = sources
-        .iter()
-        .map(|source| Beam::new(step_limit(source.len(), config.max_len_ratio, max_len)))
-        .collect();
+    let mut beams: Vec<Beam> = limits.iter().map(|&limit| Beam::new(limit)).collect();
     for t in 0.. {
         let last: Vec<usize> = beams
             .iter()
@@ -287,11 +388,11 @@ pub fn beam_search(
             .collect();
         let step = model.step(&mut state, ids_tensor(&last, device), false)?;
         let vocab = step.logits.dims()[1];
-        let log_probs = to_vec_f32(log_softmax(step.logits + banned.clone(), 1))?;
+        let log_probs = values::<f32>(log_softmax(step.logits + banned.clone(), 1).into_data())?;
         let (mut row, mut parents) = (0, Vec::new());
         for beam in beams.iter_mut().filter(|beam| !beam.done) {
             let rows = beam.alive.len();
-            let kept = beam.advance(
+            let kept = beam.extend(
                 &log_probs[row * vocab..(row + rows) * vocab],
                 vocab,
                 t,
@@ -308,38 +409,16 @@ pub fn beam_search(
     Ok(beams.into_iter().map(|beam| beam.finished).collect())
 }
 
-/// The best beam-search translation of each source, 16 sources at a time.
-pub fn beam(
-    model: &Seq2Seq,
-    sources: &[Vec<usize>],
-    config: BeamConfig,
-    max_len: usize,
-    device: &Device,
-) -> Result<Vec<Vec<usize>>, CliError> {
-    let mut outputs = Vec::with_capacity(sources.len());
-    for chunk in sources.chunks(16) {
-        let hypotheses = beam_search(model, chunk, config, max_len, device)?;
-        outputs.extend(hypotheses.into_iter().map(|best| {
-            best.into_iter()
-                .next()
-                .map(|hypothesis| hypothesis.ids)
-                .unwrap_or_default()
-        }));
-    }
-    Ok(outputs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
     use attnzoo_models::seq2seq::{RnnSeq2SeqConfig, Seq2SeqConfig, TransformerSeq2SeqConfig};
 
-    #[test]
-    fn a_batch_of_beams_finds_what_each_beam_finds_alone() {
-        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+    /// An untrained RNN and Transformer over 30 tokens, the Transformer's table `table` long.
+    fn models(device: &Device, table: usize) -> [Seq2Seq; 2] {
         device.seed(7);
-        let models = [
+        [
             Seq2SeqConfig::Rnn(
                 RnnSeq2SeqConfig::new(30, 30)
                     .with_embedding_dim(16)
@@ -350,23 +429,31 @@ mod tests {
                     .with_d_model(16)
                     .with_d_ff(32)
                     .with_encoder_layers(1)
-                    .with_decoder_layers(1),
+                    .with_decoder_layers(1)
+                    .with_max_len(table),
             ),
-        ];
+        ]
+        .map(|config| config.try_init(device).unwrap())
+    }
+
+    #[test]
+    fn a_batch_of_beams_finds_what_each_beam_finds_alone() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
         let sources = vec![vec![4, 5, 6, 7, 8, 9], vec![10, 11], vec![12, 13, 14, 15]];
-        let config = BeamConfig {
-            beam: 3,
-            n_best: 2,
-            alpha: 0.6,
+        let config = DecodeConfig {
+            search: Search::Beam {
+                size: 3,
+                n_best: 2,
+                alpha: 0.6,
+            },
             max_len_ratio: 1.0,
         };
-        for model in models {
-            let model = model.try_init(&device).unwrap();
-            let together = beam_search(&model, &sources, config, 50, &device).unwrap();
+        for model in models(&device, 256) {
+            let together = decode(&model, &sources, &config, 50, &device).unwrap();
             assert_eq!(together.len(), sources.len());
             for (source, together) in sources.iter().zip(together) {
                 let alone =
-                    beam_search(&model, std::slice::from_ref(source), config, 50, &device).unwrap();
+                    decode(&model, std::slice::from_ref(source), &config, 50, &device).unwrap();
                 assert_eq!(together.len(), 2, "n-best");
                 for (a, b) in together.iter().zip(&alone[0]) {
                     assert_eq!(a.ids, b.ids);
@@ -375,6 +462,84 @@ mod tests {
                 assert!(together[0].score >= together[1].score, "best first");
                 assert!(together[0].ids.len() <= source.len() + 5, "length limit");
             }
+        }
+    }
+
+    #[test]
+    fn greedy_search_honours_the_length_ratio() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let sources = vec![vec![4, 5, 6, 7, 8, 9, 10, 11], vec![12, 13]];
+        for model in models(&device, 256) {
+            let mut outputs = Vec::new();
+            for ratio in [0.5, 3.0] {
+                let config = DecodeConfig {
+                    max_len_ratio: ratio,
+                    ..DecodeConfig::default()
+                };
+                let decoded = best(decode(&model, &sources, &config, 200, &device).unwrap());
+                for (source, output) in sources.iter().zip(&decoded) {
+                    let limit = config.output_limit(source.len(), 200);
+                    assert!(output.len() <= limit, "ratio {ratio}: {output:?}");
+                }
+                outputs.push(decoded);
+            }
+            // Greedy search is deterministic: the shorter limit cuts the same translation.
+            for (short, long) in outputs[0].iter().zip(&outputs[1]) {
+                assert!(long.starts_with(short), "{short:?} {long:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_output_never_passes_the_transformers_position_table() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let [_, transformer] = models(&device, 8);
+        let sources = vec![vec![4, 5, 6, 7, 8, 9]];
+        for config in [
+            DecodeConfig::default(),
+            DecodeConfig {
+                max_len_ratio: 10.0,
+                ..DecodeConfig::beam(3)
+            },
+        ] {
+            let outputs = decode(&transformer, &sources, &config, 8, &device).unwrap();
+            assert!(outputs[0][0].ids.len() <= 8, "{outputs:?}");
+        }
+    }
+
+    #[test]
+    fn bad_numbers_are_refused_with_their_name() {
+        let bad = [
+            (f64::NAN, Search::Greedy, "max_len_ratio"),
+            (0.0, Search::Greedy, "max_len_ratio"),
+            (2.0, DecodeConfig::beam(0).search, "beam size"),
+            (2.0, DecodeConfig::beam(100_000).search, "beam size"),
+            (
+                2.0,
+                Search::Beam {
+                    size: 2,
+                    alpha: f64::NAN,
+                    n_best: 1,
+                },
+                "alpha",
+            ),
+            (
+                2.0,
+                Search::Beam {
+                    size: 2,
+                    alpha: 0.6,
+                    n_best: 3,
+                },
+                "n_best",
+            ),
+        ];
+        for (max_len_ratio, search, name) in bad {
+            let config = DecodeConfig {
+                search,
+                max_len_ratio,
+            };
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.starts_with(name), "{error}");
         }
     }
 }

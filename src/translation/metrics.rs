@@ -14,7 +14,7 @@ use bleuscore::tokenizer::{Tokenizer, Tokenizer13a};
 use bleuscore::{compute_score, RefLenMethod};
 use serde::Serialize;
 
-use crate::CliError;
+use crate::error::{Error, Result};
 
 const MAX_ORDER: usize = 4;
 
@@ -52,22 +52,22 @@ impl std::fmt::Display for Bleu {
     }
 }
 
-fn check_lengths(hypotheses: &[String], references: &[String]) -> Result<(), CliError> {
+fn check_lengths(hypotheses: &[String], references: &[String]) -> Result<()> {
     if hypotheses.len() != references.len() {
-        return Err(CliError::Input(format!(
+        return Err(Error::Input(format!(
             "{} hypotheses but {} references: they must pair up line by line",
             hypotheses.len(),
             references.len()
         )));
     }
     if hypotheses.is_empty() {
-        return Err(CliError::Input("no sentences to score".into()));
+        return Err(Error::Input("no sentences to score".into()));
     }
     Ok(())
 }
 
 /// Corpus BLEU of `hypotheses` against one reference each.
-pub fn corpus_bleu(hypotheses: &[String], references: &[String]) -> Result<Bleu, CliError> {
+pub fn corpus_bleu(hypotheses: &[String], references: &[String]) -> Result<Bleu> {
     check_lengths(hypotheses, references)?;
     let wrapped: Vec<Vec<String>> = references.iter().map(|r| vec![r.clone()]).collect();
     let stats = compute_score(
@@ -141,7 +141,7 @@ fn char_ngrams(text: &str, order: usize) -> HashMap<&str, usize> {
 }
 
 /// Corpus chrF (sacreBLEU's default chrF: chars up to 6, no word n-grams, β = 2), 0–100.
-pub fn corpus_chrf(hypotheses: &[String], references: &[String]) -> Result<f64, CliError> {
+pub fn corpus_chrf(hypotheses: &[String], references: &[String]) -> Result<f64> {
     check_lengths(hypotheses, references)?;
     let mut stats = [[0usize; 3]; CHAR_ORDER]; // per order: hypothesis, reference, matches
     for (hypothesis, reference) in hypotheses.iter().zip(references) {

@@ -7,8 +7,8 @@ use plotters::prelude::*;
 
 use super::corpus::Pair;
 use super::metrics::corpus_bleu;
+use crate::error::{Error, Result};
 use crate::fonts::ensure_font;
-use crate::CliError;
 
 /// Source-length buckets in German words (the corpus keeps sentences of at least 3 words).
 pub const LENGTH_BUCKETS: [(usize, usize); 5] =
@@ -26,7 +26,7 @@ pub struct BucketBleu {
 }
 
 /// Corpus BLEU of the hypotheses in each [`LENGTH_BUCKETS`] bucket (empty buckets left out).
-pub fn bleu_by_length(pairs: &[Pair], hypotheses: &[String]) -> Result<Vec<BucketBleu>, CliError> {
+pub fn bleu_by_length(pairs: &[Pair], hypotheses: &[String]) -> Result<Vec<BucketBleu>> {
     let mut buckets = Vec::new();
     for (low, high) in LENGTH_BUCKETS {
         let (hyps, refs): (Vec<String>, Vec<String>) = pairs
@@ -53,11 +53,9 @@ pub fn bleu_by_length(pairs: &[Pair], hypotheses: &[String]) -> Result<Vec<Bucke
 }
 
 /// A PNG line chart: BLEU per length bucket, one line per model.
-pub fn plot_bleu_by_length(
-    series: &[(String, Vec<BucketBleu>)],
-    path: &Path,
-) -> Result<(), String> {
+pub fn plot_bleu_by_length(series: &[(String, Vec<BucketBleu>)], path: &Path) -> Result<()> {
     ensure_font()?;
+    let failed = |error: String| Error::Input(format!("cannot draw {}: {error}", path.display()));
     let labels: Vec<String> = series
         .first()
         .map(|(_, b)| b.iter().map(|b| b.label.clone()).collect())
@@ -68,14 +66,14 @@ pub fn plot_bleu_by_length(
         .fold(1.0, f64::max)
         * 1.15;
     let root = BitMapBackend::new(path, (760, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    root.fill(&WHITE).map_err(|e| failed(e.to_string()))?;
     let mut chart = ChartBuilder::on(&root)
         .caption("Test BLEU by source sentence length", ("sans-serif", 20))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(50)
         .build_cartesian_2d(0..labels.len().saturating_sub(1).max(1), 0.0..top)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| failed(e.to_string()))?;
     chart
         .configure_mesh()
         .x_labels(labels.len())
@@ -83,7 +81,7 @@ pub fn plot_bleu_by_length(
         .x_desc("German source length (words)")
         .y_desc("BLEU")
         .draw()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| failed(e.to_string()))?;
     for (index, (name, buckets)) in series.iter().enumerate() {
         let color = Palette99::pick(index).to_rgba();
         chart
@@ -91,7 +89,7 @@ pub fn plot_bleu_by_length(
                 buckets.iter().enumerate().map(|(i, b)| (i, b.bleu)),
                 color.stroke_width(2),
             ))
-            .map_err(|e| e.to_string())?
+            .map_err(|e| failed(e.to_string()))?
             .label(name.clone())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
@@ -102,6 +100,6 @@ pub fn plot_bleu_by_length(
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+        .map_err(|e| failed(e.to_string()))?;
+    root.present().map_err(|e| failed(e.to_string()))
 }

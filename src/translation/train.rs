@@ -20,10 +20,10 @@ use burn::tensor::{Device, Tensor};
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
 use super::checkpoint::{Checkpoint, EpochRecord};
 use super::corpus::Pair;
-use super::decode::greedy;
+use super::decode::{best, decode, DecodeConfig};
 use super::metrics::corpus_bleu;
 use super::vocab::PAD_ID;
-use crate::CliError;
+use crate::error::{Error, Result};
 
 /// How a model is trained.
 #[derive(Config, Debug)]
@@ -32,13 +32,13 @@ pub struct TrainConfig {
     #[config(default = 30)]
     pub epochs: usize,
     /// Sentence pairs per batch.
-    #[config(default = 64)]
+    #[config(default = 32)]
     pub batch_size: usize,
     /// Peak learning rate.
     #[config(default = 1e-3)]
     pub learning_rate: f64,
     /// Steps of linear warmup; the rate then decays as `1/√step`.
-    #[config(default = 100)]
+    #[config(default = 300)]
     pub warmup_steps: usize,
     /// Label smoothing ε.
     #[config(default = 0.1)]
@@ -63,7 +63,7 @@ pub struct TrainConfig {
     pub max_vocab: usize,
     /// Tokens per language of a byte-pair-encoding subword vocabulary, specials included;
     /// 0 keeps whole words.
-    #[config(default = 0)]
+    #[config(default = 4000)]
     pub bpe_vocab: usize,
     /// Word and phrase pairs of the dictionary's lexicon added to each epoch's sentences
     /// (0: sentences only). Successive epochs take successive slices of one shuffled lexicon.
@@ -160,7 +160,7 @@ fn batch_loss(
     loss_fn: &CrossEntropyLoss,
     batch: Batch,
     use_gold: &[bool],
-) -> Result<Tensor<1>, CliError> {
+) -> Result<Tensor<1>> {
     let [rows, len] = batch.target_in.dims();
     let logits = model.teacher_forced(
         batch.source,
@@ -182,7 +182,7 @@ pub fn mean_loss(
     batch_size: usize,
     label_smoothing: f32,
     device: &Device,
-) -> Result<f64, CliError> {
+) -> Result<f64> {
     let loss_fn = loss_function(label_smoothing, device);
     let (mut total, mut tokens) = (0.0, 0usize);
     let indices: Vec<usize> = (0..examples.len()).collect();
@@ -197,8 +197,8 @@ pub fn mean_loss(
 }
 
 /// The error that stops a diverging run; the last epoch's checkpoint stays.
-fn diverged(what: String, kept_epoch: usize) -> CliError {
-    CliError::Input(format!(
+fn diverged(what: String, kept_epoch: usize) -> Error {
+    Error::Input(format!(
         "training diverged: {what}; lower --learning-rate (the checkpoint of epoch {kept_epoch} is kept)"
     ))
 }
@@ -212,7 +212,7 @@ pub fn train(
     data: &Data,
     device: &Device,
     max_minutes: Option<f64>,
-) -> Result<Seq2Seq, CliError> {
+) -> Result<Seq2Seq> {
     let config = checkpoint.train.clone();
     let mut state = checkpoint.state.clone();
     let train_device = device.clone().autodiff();
@@ -298,7 +298,14 @@ pub fn train(
             return Err(diverged(format!("the validation loss rose from {best_loss:.3} to {valid_loss:.3} in epoch {epoch}"), state.epoch));
         }
         let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();
-        let hypotheses: Vec<String> = greedy(&valid_model, &sources, config.max_len, device)?
+        let translations = decode(
+            &valid_model,
+            &sources,
+            &DecodeConfig::default(),
+            checkpoint.max_output_len(),
+            device,
+        )?;
+        let hypotheses: Vec<String> = best(translations)
             .iter()
             .map(|ids| checkpoint.vocab.target.decode(ids))
             .collect();
@@ -319,7 +326,8 @@ pub fn train(
             bleu.score,
             state.seconds
         );
-        checkpoint.save(&model, &optimizer, state.clone())?;
+        let is_best = state.history.iter().all(|r| r.valid_bleu <= bleu.score);
+        checkpoint.save(&model, &optimizer, state.clone(), is_best)?;
         if out_of_time {
             break;
         }

@@ -158,10 +158,19 @@ impl Vocab {
         Self { tokens, bpe, ids }
     }
 
-    /// Restores the id index after deserialising, checking that the specials are where the
-    /// models expect them and that the subword model numbers its tokens as `tokens` does.
+    /// Restores the id index after deserialising, checking that no token is listed twice, that
+    /// the specials are where the models expect them and that the subword model numbers its
+    /// tokens as `tokens` does.
     pub fn reindexed(self) -> Result<Self, String> {
         let vocab = Self::new(self.tokens, self.bpe);
+        if vocab.ids.len() != vocab.tokens.len() {
+            let mut seen = std::collections::HashSet::new();
+            let twice = vocab.tokens.iter().find(|token| !seen.insert(*token));
+            return Err(format!(
+                "the token {:?} is listed twice",
+                twice.map_or("", String::as_str)
+            ));
+        }
         if vocab.tokens.len() < 4 || vocab.tokens[..4] != [PAD, BOS, EOS, UNK] {
             return Err("the vocabulary lacks <pad> <bos> <eos> <unk> at ids 0–3".into());
         }

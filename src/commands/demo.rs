@@ -1,0 +1,130 @@
+//! `attnzoo demo`: fetch → train for a few minutes → test BLEU → five translations → heatmaps.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use attnzoo::home_cache;
+use attnzoo::translation::checkpoint::Checkpoint;
+use attnzoo::translation::corpus::{self, find_corpus, read_split, Pair, Split};
+use attnzoo::translation::metrics::corpus_chrf;
+use attnzoo::translation::train::TrainConfig;
+use attnzoo::translation::{trainer, DecodeConfig, ModelKind, TrainSpec, Translator};
+use attnzoo_backends::DeviceArgs;
+
+use super::output::Stdout;
+use super::parse;
+
+/// `attnzoo demo` options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Training time of this run (a model already in --out is continued)
+    #[arg(long, default_value_t = 10.0, value_parser = parse::positive, allow_hyphen_values = true)]
+    minutes: f64,
+    /// Model (of a new run; a continued one keeps its own)
+    #[arg(long, value_enum, default_value_t = ModelKind::default())]
+    model: ModelKind,
+    /// Output folder: the model in `model/`, the heatmaps beside it
+    #[arg(long, default_value = "runs/demo")]
+    out: PathBuf,
+    /// Start a new model rather than continue the one in --out
+    #[arg(long)]
+    fresh: bool,
+    #[command(flatten)]
+    device: DeviceArgs,
+}
+
+/// Short test sentences, for the examples and the heatmap.
+const SHORT: usize = 8;
+
+/// The whole job, printing the scores, the translations and the heatmaps' paths.
+pub fn run(args: Args) -> Result<()> {
+    let mut out = Stdout::open()?;
+    let (backend, device) = args.device.open()?;
+    let cache = home_cache();
+    if find_corpus(&cache).is_err() {
+        eprintln!("fetching the German–English corpus (Debian's trans-de-en, GPL-2+) …");
+        corpus::fetch(Some(cache.clone()))?;
+    }
+    let dir = args.out.join("model");
+    if args.fresh && dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    let trained_before = if Checkpoint::is_trained(&dir) {
+        Checkpoint::open(&dir)?.state.seconds
+    } else {
+        0.0
+    };
+    let spec = TrainSpec {
+        model: args.model,
+        config: TrainConfig {
+            learning_rate: args.model.default_learning_rate(),
+            ..TrainSpec::default().config
+        },
+        epochs: Some(1000),
+        resume: Checkpoint::exists(&dir),
+        ..TrainSpec::default()
+    };
+    eprintln!(
+        "training on {backend} for {} min into {}{}",
+        args.minutes,
+        dir.display(),
+        match trained_before {
+            0.0 => " (a new model)".to_string(),
+            seconds => format!(" (continuing a model trained {:.1} min)", seconds / 60.0),
+        }
+    );
+    let budget = trained_before / 60.0 + args.minutes;
+    let checkpoint = trainer::run(&spec, &dir, Some(budget), &device)?;
+    if checkpoint.state.weights.is_empty() {
+        bail!(
+            "{} min was not enough for one epoch: run the demo with more --minutes",
+            args.minutes
+        );
+    }
+    let translator = Translator::load(&dir, &device)?;
+    let test = read_split(&find_corpus(&cache)?, Split::Test)?;
+    let scored = translator.evaluate(&test, &DecodeConfig::default())?;
+    out.line(format!(
+        "after {:.1} min of training: test split, {} pairs, greedy: {}, chrF2 = {:.2}",
+        checkpoint.state.seconds / 60.0,
+        test.len(),
+        scored.bleu,
+        scored.chrf
+    ))?;
+    let short: Vec<(&Pair, &String)> = test
+        .iter()
+        .zip(&scored.hypotheses)
+        .filter(|(pair, _)| pair.german.split_whitespace().count() <= SHORT)
+        .collect();
+    out.line(format!("\nthe first five test sentences of at most {SHORT} words:"))?;
+    for (pair, translation) in short.iter().take(5) {
+        out.line(format!(
+            "DE   {}\nREF  {}\nOURS {translation}\n",
+            pair.german, pair.english
+        ))?;
+    }
+    let mut best: Option<(f64, &Pair)> = None;
+    for (pair, translation) in &short {
+        let chrf = corpus_chrf(&[(*translation).clone()], &[pair.english.clone()])?;
+        if best.is_none_or(|(top, _)| chrf > top) {
+            best = Some((chrf, pair));
+        }
+    }
+    if let Some((chrf, pair)) = best {
+        let attention = translator.attend(&pair.german, &DecodeConfig::default())?;
+        let written = attention.write_heatmaps(&args.out)?;
+        let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        out.line(format!(
+            "attention of the best-translated short test sentence (chrF2 {chrf:.1}), \"{}\": {}",
+            pair.german,
+            paths.join(", ")
+        ))?;
+    }
+    out.line(format!(
+        "\ntranslate with: attnzoo translate --checkpoint {} < german.txt\n\
+         train on:       attnzoo demo --out {}   (continues this model; --fresh starts over)",
+        dir.display(),
+        args.out.display()
+    ))?;
+    out.finish()
+}

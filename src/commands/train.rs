@@ -1,0 +1,111 @@
+//! `attnzoo train`: trains (or resumes) a translation model, checkpointing every epoch.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use attnzoo::translation::train::TrainConfig;
+use attnzoo::translation::{trainer, AttentionKind, ModelKind, TrainSpec};
+use attnzoo_backends::DeviceArgs;
+
+use super::parse;
+
+/// `attnzoo train` options; the defaults are the library's ([`TrainConfig`], [`TrainSpec`]).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Checkpoint folder (created; with --resume, continued)
+    #[arg(long)]
+    out: PathBuf,
+    /// Model
+    #[arg(long, value_enum, default_value_t = TrainSpec::default().model)]
+    model: ModelKind,
+    /// Attention of the RNN decoder
+    #[arg(long, value_enum, default_value_t = TrainSpec::default().attention)]
+    attention: AttentionKind,
+    /// RNN state width, or the Transformer's d_model
+    #[arg(long, default_value_t = TrainSpec::default().hidden, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    hidden: usize,
+    /// Transformer layers, in the encoder and in the decoder
+    #[arg(long, default_value_t = TrainSpec::default().layers, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    layers: usize,
+    /// Epochs (with --resume: the new total) [default: 30]
+    #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    epochs: Option<usize>,
+    /// Stop after this much training time in all (earlier runs of a resumed checkpoint count)
+    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
+    max_minutes: Option<f64>,
+    /// Continue the checkpoint in --out
+    #[arg(long)]
+    resume: bool,
+    /// Sentence pairs per batch
+    #[arg(long, default_value_t = TrainConfig::new().batch_size, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    batch_size: usize,
+    /// Peak learning rate [default: 3e-3 for the RNN, 2e-3 for the Transformer]
+    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
+    learning_rate: Option<f64>,
+    /// Probability of feeding the RNN decoder the gold previous token
+    #[arg(long, default_value_t = TrainConfig::new().teacher_forcing, value_parser = parse::probability, allow_hyphen_values = true)]
+    teacher_forcing: f64,
+    /// Linear warmup steps before the 1/√step decay
+    #[arg(long, default_value_t = TrainConfig::new().warmup_steps, allow_negative_numbers = true)]
+    warmup_steps: usize,
+    /// Label smoothing, in [0, 1)
+    #[arg(long, default_value_t = TrainConfig::new().label_smoothing, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
+    label_smoothing: f32,
+    /// Split words into subwords: a byte-pair-encoding vocabulary of this many tokens per
+    /// language (0: whole words, those seen at least twice)
+    #[arg(long, default_value_t = TrainConfig::new().bpe_vocab, allow_negative_numbers = true)]
+    bpe: usize,
+    /// Dictionary word and phrase pairs mixed into each epoch's sentences (0: sentences only)
+    #[arg(long, default_value_t = TrainConfig::new().lexicon_per_epoch, allow_negative_numbers = true)]
+    lexicon: usize,
+    /// Seed of weights, data order and teacher forcing
+    #[arg(long, default_value_t = TrainConfig::new().seed, allow_negative_numbers = true)]
+    seed: u64,
+    /// Train on the first N training pairs only (quick checks)
+    #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    train_limit: Option<usize>,
+    /// Corpus folder [default: the newest under ~/.cache/attnzoo]
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    #[command(flatten)]
+    device: DeviceArgs,
+}
+
+impl Args {
+    /// The library's description of this run.
+    fn spec(&self) -> TrainSpec {
+        let config = TrainConfig::new()
+            .with_batch_size(self.batch_size)
+            .with_warmup_steps(self.warmup_steps)
+            .with_teacher_forcing(self.teacher_forcing)
+            .with_label_smoothing(self.label_smoothing)
+            .with_seed(self.seed)
+            .with_bpe_vocab(self.bpe)
+            .with_lexicon_per_epoch(self.lexicon)
+            .with_learning_rate(
+                self.learning_rate
+                    .unwrap_or(self.model.default_learning_rate()),
+            );
+        TrainSpec {
+            model: self.model,
+            attention: self.attention,
+            hidden: self.hidden,
+            layers: self.layers,
+            config,
+            epochs: self.epochs,
+            resume: self.resume,
+            train_limit: self.train_limit,
+            corpus: self.corpus.clone(),
+        }
+    }
+}
+
+/// Trains the run in `--out`.
+pub fn run(args: Args) -> Result<()> {
+    let spec = args.spec();
+    spec.validate()?;
+    let (backend, device) = args.device.open()?;
+    eprintln!("training on {backend} ({device:?})");
+    trainer::run(&spec, &args.out, args.max_minutes, &device)?;
+    Ok(())
+}

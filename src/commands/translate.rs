@@ -1,0 +1,68 @@
+//! `attnzoo translate`: German lines on stdin → English lines on stdout.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use attnzoo::files::read_lines;
+use attnzoo::translation::decode::DEFAULT_ALPHA;
+use attnzoo::translation::{DecodeConfig, Search, Translator};
+use attnzoo_backends::DeviceArgs;
+
+use super::output::Stdout;
+use super::parse;
+
+/// Decoding options, shared by `translate` and `eval`.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct DecodeArgs {
+    /// Beam size (1 = greedy, batched; at most 64)
+    #[arg(long, default_value_t = 1, value_parser = parse::beam_size, allow_negative_numbers = true)]
+    pub beam: usize,
+    /// GNMT length-penalty α (beam search; negative favours short translations)
+    #[arg(long, default_value_t = DEFAULT_ALPHA, value_parser = parse::finite, allow_hyphen_values = true)]
+    pub alpha: f64,
+    /// Longest output as a multiple of the source length (plus 5)
+    #[arg(long, default_value_t = DecodeConfig::default().max_len_ratio, value_parser = parse::positive, allow_hyphen_values = true)]
+    pub max_len_ratio: f64,
+}
+
+impl DecodeArgs {
+    /// The library's decoding config: greedy search for a beam of 1.
+    pub fn config(&self) -> DecodeConfig {
+        let search = match self.beam {
+            1 => Search::Greedy,
+            size => Search::Beam {
+                size,
+                alpha: self.alpha,
+                n_best: 1,
+            },
+        };
+        DecodeConfig {
+            search,
+            max_len_ratio: self.max_len_ratio,
+        }
+    }
+}
+
+/// `attnzoo translate` options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Checkpoint folder (its best epoch is used)
+    #[arg(long)]
+    checkpoint: PathBuf,
+    #[command(flatten)]
+    decode: DecodeArgs,
+    #[command(flatten)]
+    device: DeviceArgs,
+}
+
+/// Translates every stdin line, in order; an empty line stays empty.
+pub fn run(args: Args) -> Result<()> {
+    let mut out = Stdout::open()?;
+    let (_, device) = args.device.open()?;
+    let translator = Translator::load(&args.checkpoint, &device)?;
+    let sentences = read_lines(std::io::stdin().lock(), "stdin")?;
+    for line in translator.translate(&sentences, &args.decode.config())? {
+        out.line(line)?;
+    }
+    out.finish()
+}

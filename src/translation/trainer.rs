@@ -1,0 +1,258 @@
+//! Training from Rust: [`run`] reads the corpus, builds the vocabularies, creates or resumes the
+//! checkpoint and trains — what `attnzoo train` does, without a command line.
+
+use std::path::{Path, PathBuf};
+
+use attnzoo_models::attention::AlignmentScore;
+use attnzoo_models::seq2seq::{RnnSeq2SeqConfig, Seq2SeqConfig, TransformerSeq2SeqConfig};
+use burn::tensor::Device;
+
+use super::batch::examples;
+use super::checkpoint::{validate_train, Checkpoint, Vocabularies, Weights};
+use super::corpus::{find_corpus, read_lexicon, read_split, Pair, Split};
+use super::train::{train, Data, TrainConfig};
+use super::vocab::Vocab;
+use crate::error::{Error, Result};
+use crate::home_cache;
+use crate::validate;
+
+/// Which translation model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModelKind {
+    /// Bidirectional-LSTM encoder, LSTM decoder with alignment attention.
+    Rnn,
+    /// Transformer encoder-decoder.
+    #[default]
+    Transformer,
+}
+
+impl ModelKind {
+    /// The peak learning rate that suits the model at its default size: 3e-3 for the RNN,
+    /// 2e-3 for the Transformer.
+    pub fn default_learning_rate(self) -> f64 {
+        match self {
+            ModelKind::Rnn => 3e-3,
+            ModelKind::Transformer => 2e-3,
+        }
+    }
+}
+
+/// The RNN decoder's attention.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AttentionKind {
+    /// No attention (the baseline).
+    None,
+    /// Bahdanau (additive), scored with the previous state.
+    #[default]
+    Bahdanau,
+    /// Luong dot.
+    Dot,
+    /// Luong general.
+    General,
+    /// Luong concat.
+    Concat,
+    /// Luong location.
+    Location,
+}
+
+/// What to train, how, and on what.
+#[derive(Clone, Debug)]
+pub struct TrainSpec {
+    /// The model.
+    pub model: ModelKind,
+    /// The RNN decoder's attention (the Transformer ignores it).
+    pub attention: AttentionKind,
+    /// RNN state width, or the Transformer's `d_model`.
+    pub hidden: usize,
+    /// The Transformer's encoder layers, and as many decoder layers.
+    pub layers: usize,
+    /// How a new run trains (a resumed run keeps its own, but for the epochs below).
+    pub config: TrainConfig,
+    /// Epochs in all: `None` keeps `config.epochs` (a new run) or the checkpoint's (a resumed one).
+    pub epochs: Option<usize>,
+    /// Continue the run in the output folder rather than start one.
+    pub resume: bool,
+    /// Train on the first N training pairs only.
+    pub train_limit: Option<usize>,
+    /// The corpus folder; `None`: the newest under `~/.cache/attnzoo`.
+    pub corpus: Option<PathBuf>,
+}
+
+impl Default for TrainSpec {
+    /// A small Transformer (d_model 128, 2 + 2 layers) — on a CPU, minutes buy more epochs of
+    /// it than of a larger model, and the corpus is small — trained as [`TrainConfig`]'s
+    /// defaults say, at its [`ModelKind::default_learning_rate`].
+    fn default() -> Self {
+        let model = ModelKind::default();
+        Self {
+            model,
+            attention: AttentionKind::Bahdanau,
+            hidden: 128,
+            layers: 2,
+            config: TrainConfig::new().with_learning_rate(model.default_learning_rate()),
+            epochs: None,
+            resume: false,
+            train_limit: None,
+            corpus: None,
+        }
+    }
+}
+
+impl TrainSpec {
+    /// Checks every number, naming the bad one.
+    pub fn validate(&self) -> Result<()> {
+        let check = || -> Result<(), String> {
+            validate::field("hidden", self.hidden, validate::at_least_one)?;
+            validate::field("layers", self.layers, validate::at_least_one)?;
+            if let Some(epochs) = self.epochs {
+                validate::field("epochs", epochs, validate::at_least_one)?;
+            }
+            if let Some(limit) = self.train_limit {
+                validate::field("train_limit", limit, validate::at_least_one)?;
+            }
+            validate_train(&self.config)
+        };
+        check().map_err(Error::Input)
+    }
+
+    /// The model config for vocabularies of `source` and `target` tokens.
+    fn model_config(&self, source: usize, target: usize) -> Seq2SeqConfig {
+        let max_len = self.config.max_len;
+        match self.model {
+            ModelKind::Rnn => {
+                let score = match self.attention {
+                    AttentionKind::None => None,
+                    AttentionKind::Bahdanau => Some(AlignmentScore::Additive),
+                    AttentionKind::Dot => Some(AlignmentScore::Dot),
+                    AttentionKind::General => Some(AlignmentScore::General),
+                    AttentionKind::Concat => Some(AlignmentScore::Concat),
+                    AttentionKind::Location => Some(AlignmentScore::Location {
+                        max_source_len: max_len,
+                    }),
+                };
+                Seq2SeqConfig::Rnn(
+                    RnnSeq2SeqConfig::new(source, target)
+                        .with_embedding_dim(self.hidden)
+                        .with_hidden_dim(self.hidden)
+                        .with_attention(score),
+                )
+            }
+            ModelKind::Transformer => Seq2SeqConfig::Transformer(
+                TransformerSeq2SeqConfig::new(source, target)
+                    .with_d_model(self.hidden)
+                    .with_d_ff(4 * self.hidden)
+                    .with_encoder_layers(self.layers)
+                    .with_decoder_layers(self.layers)
+                    .with_max_len(max_len + 2),
+            ),
+        }
+    }
+}
+
+/// The vocabularies of the training pairs and lexicon, as `config` says (whole words or
+/// subwords).
+fn build_vocabularies(
+    pairs: &[Pair],
+    lexicon: &[Pair],
+    config: &TrainConfig,
+) -> Result<Vocabularies> {
+    let build = |side: fn(&Pair) -> &str| {
+        let sentences = pairs.iter().chain(lexicon).map(side);
+        if config.bpe_vocab == 0 {
+            Ok(Vocab::build(sentences, config.min_count, config.max_vocab))
+        } else {
+            Vocab::build_bpe(sentences, config.min_count, config.bpe_vocab).map_err(Error::Input)
+        }
+    };
+    Ok(Vocabularies {
+        source: build(|pair| &pair.german)?,
+        target: build(|pair| &pair.english)?,
+    })
+}
+
+/// Trains (or with `spec.resume`, continues) the run in `out` on `device` until its epochs are
+/// done or `max_minutes` of training time in all have passed; returns the checkpoint.
+pub fn run(
+    spec: &TrainSpec,
+    out: &Path,
+    max_minutes: Option<f64>,
+    device: &Device,
+) -> Result<Checkpoint> {
+    spec.validate()?;
+    if let Some(minutes) = max_minutes {
+        validate::field("max_minutes", minutes, validate::positive).map_err(Error::Input)?;
+    }
+    let corpus = match &spec.corpus {
+        Some(dir) => dir.clone(),
+        None => find_corpus(&home_cache())?,
+    };
+    let mut train_pairs = read_split(&corpus, Split::Train)?;
+    if let Some(limit) = spec.train_limit {
+        train_pairs.truncate(limit);
+    }
+    if train_pairs.is_empty() {
+        return Err(Error::Input(format!(
+            "{} has no training pairs",
+            corpus.join(Split::Train.file_name()).display()
+        )));
+    }
+    let valid_pairs = read_split(&corpus, Split::Valid)?;
+    let mut lexicon_pairs = read_lexicon(&corpus)?;
+    let mut checkpoint = if spec.resume {
+        let mut checkpoint = Checkpoint::resume(out)?;
+        if let Some(epochs) = spec.epochs {
+            checkpoint.train.epochs = epochs;
+        }
+        eprintln!(
+            "resuming {} after epoch {} ({:.0} s trained)",
+            out.display(),
+            checkpoint.state.epoch,
+            checkpoint.state.seconds
+        );
+        checkpoint
+    } else {
+        let mut config = spec.config.clone();
+        if let Some(epochs) = spec.epochs {
+            config.epochs = epochs;
+        }
+        if config.lexicon_per_epoch == 0 {
+            lexicon_pairs.clear();
+        }
+        let vocab = build_vocabularies(&train_pairs, &lexicon_pairs, &config)?;
+        let model = spec.model_config(vocab.source.len(), vocab.target.len());
+        let checkpoint = Checkpoint::create(out, model, config, vocab)?;
+        let vocab = &checkpoint.vocab;
+        eprintln!(
+            "{} training pairs, {} vocabularies of {} (German) and {} (English) tokens",
+            train_pairs.len(),
+            if vocab.source.is_subword() {
+                "subword"
+            } else {
+                "word"
+            },
+            vocab.source.len(),
+            vocab.target.len()
+        );
+        checkpoint
+    };
+    let max_len = checkpoint.max_source_len();
+    let vocab = &checkpoint.vocab;
+    let data = Data {
+        train: examples(&train_pairs, &vocab.source, &vocab.target, max_len),
+        lexicon: match checkpoint.train.lexicon_per_epoch {
+            0 => Vec::new(),
+            _ => examples(&lexicon_pairs, &vocab.source, &vocab.target, max_len),
+        },
+        valid: examples(&valid_pairs, &vocab.source, &vocab.target, max_len),
+        valid_pairs,
+    };
+    let train_device = device.clone().autodiff();
+    train_device.seed(checkpoint.train.seed);
+    let model = if checkpoint.state.weights.is_empty() {
+        checkpoint.model.try_init(&train_device)?
+    } else {
+        checkpoint.load_model(Weights::Last, &train_device)?
+    };
+    train(&mut checkpoint, model, &data, device, max_minutes)?;
+    Ok(checkpoint)
+}

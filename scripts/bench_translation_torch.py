@@ -12,6 +12,9 @@ forward + backward + Adam steps with full teacher forcing. Prints target tokens 
 (002), built with num_layers=1 and the given hidden size; attnzoo's counterpart:
 
     attnzoo train --out /tmp/bench --train-limit 2048 --epochs 1 --hidden 256   (its tok/s)
+
+For the Transformer recipe end to end (attnzoo's exact subword ids, batches and schedule, then
+test BLEU after a time budget), see scripts/train_translation_torch.py.
 """
 import argparse
 import glob

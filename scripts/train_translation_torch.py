@@ -1,0 +1,587 @@
+#!/usr/bin/env python3
+"""attnzoo's Transformer translation recipe in PyTorch, for the README's BLEU-vs-training-minutes
+comparison on the same CPU cores.
+
+    python scripts/train_translation_torch.py --checkpoint runs/tr --minutes 30 [--threads 2] [--lexicon N]
+
+Needs torch (2.9.0), sacrebleu, tokenizers and numpy, e.g. in ~/.cache/attnzoo/torch-venv.
+--checkpoint is an attnzoo Transformer checkpoint folder: only its model.json (sizes),
+train.json (recipe) and vocab.json (the subword vocabularies) are read, never its weights, so
+both sides train from scratch on identical token ids. The run reproduces `attnzoo train`:
+
+- data: the fetched corpus (~/.cache/attnzoo/trans-de-en-*/, as `attnzoo data fetch` left it);
+  each epoch is every training pair plus the epoch's slice of `lexicon_per_epoch` lexicon pairs
+  (one order of the lexicon shuffled by the seed), cut into length-bucketed batches of
+  `batch_size` with attnzoo's own SplitMix64 generator, so the batches and their order are
+  attnzoo's; sources truncated to `max_len` tokens, targets to `max_len - 1` plus <eos>;
+- tokens: attnzoo's word splitter (`tokenize` in src/translation/vocab.rs), then each word
+  through the checkpoint's serialised BPE model (loaded by the `tokenizers` package, the same
+  Rust code attnzoo links); `--encode source|target` prints the ids of stdin's lines and exits;
+- model: pre-norm Transformer encoder-decoder with final LayerNorms, sinusoidal positions,
+  √d_model-scaled embeddings, dropout on embeddings, sublayer outputs and inside the ReLU
+  feed-forward (none on attention weights, as attnzoo), separate embeddings, output Linear or
+  tied to the target embedding (`tied_output`); default PyTorch initialisation, which draws
+  from the same distributions as Burn's defaults (Linear U(±1/√fan_in), Embedding N(0, 1));
+- training: Adam (β 0.9/0.999, ε 1e-5: Burn's defaults), linear warmup then lr·√(warmup/step),
+  label-smoothed cross-entropy ignoring <pad>, gradient clipping to L2 norm `clip_norm` per
+  parameter tensor (Burn clips each tensor, not the global norm);
+- clock: --minutes of wall time from the first step, counting validation as attnzoo does; the
+  epoch under way ends when the budget is reached and is still validated. After each epoch:
+  valid loss, and greedy valid BLEU (output ≤ ceil(2·|x|)+5 tokens, ≤ max_len), as attnzoo;
+- test: greedy decoding of the 984 test pairs as `attnzoo eval`/`attnzoo demo` do (never <pad>,
+  <bos> or <unk>; output ≤ ceil(2·|x|)+5 tokens, ≤ 2·max_len; the position table is made long
+  enough for that, where attnzoo's holds max_len + 2), then sacreBLEU's default corpus BLEU
+  (13a) and chrF. Prints a summary and, last, one JSON line.
+
+Not reproduced: attnzoo saves a checkpoint after each epoch inside its clock; this script saves
+nothing. attnzoo's counterpart of a run (its Transformer with BPE 8000 and lexicon 13000):
+
+    attnzoo train --model transformer --bpe 8000 --lexicon 13000 --out runs/tr --max-minutes 30
+    attnzoo eval runs/tr --split test
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+import time
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import sacrebleu  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
+
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+CONTINUATION = "##"
+MASK64 = (1 << 64) - 1
+
+
+# ---- text: attnzoo's word splitter, subwords and detokenizer (src/translation/vocab.rs) ----
+def tokenize(sentence):
+    """Words (letters, digits, inner ' ’ -) and single punctuation marks, as attnzoo's `tokenize`.
+    Python's isalnum/isspace stand for Rust's char::is_alphanumeric/is_whitespace; they agree
+    on every character of the corpus (they differ on a few rare marks such as U+0345)."""
+    tokens, word = [], []
+    n = len(sentence)
+    for i, c in enumerate(sentence):
+        joins = c in "'’-" and word and i + 1 < n and sentence[i + 1].isalnum()
+        if c.isalnum() or joins:
+            word.append(c)
+            continue
+        if word:
+            tokens.append("".join(word))
+            word = []
+        if not c.isspace():
+            tokens.append(c)
+    if word:
+        tokens.append("".join(word))
+    return tokens
+
+
+CLOSING = {".", ",", "?", "!", ":", ";", "“", "”", "’", ")", "]", "%"}
+OPENING = {"„", "‚", "(", "[", "‘"}
+
+
+def detokenize(tokens):
+    text, glue_next = [], True
+    for token in tokens:
+        if not glue_next and token not in CLOSING:
+            text.append(" ")
+        text.append(token)
+        glue_next = token in OPENING
+    return "".join(text)
+
+
+class Vocab:
+    """One side of an attnzoo vocab.json: token list plus the serialised BPE model."""
+
+    def __init__(self, side):
+        self.tokens = side["tokens"]
+        bpe = side.get("bpe")
+        if bpe is None:  # whole words (attnzoo trained without --bpe)
+            self.ids = {t: i for i, t in enumerate(self.tokens)}
+            self.model = None
+        else:
+            # The same serde code as attnzoo's reads the model: same vocab, merges and options.
+            empty = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                     "normalizer": None, "pre_tokenizer": None, "post_processor": None,
+                     "decoder": None, "model": bpe}
+            self.model = Tokenizer.from_str(json.dumps(empty)).model
+            if any(self.model.token_to_id(t) != i for i, t in enumerate(self.tokens)):
+                raise SystemExit("vocab.json: the subword model and the token list disagree")
+        if self.tokens[:4] != ["<pad>", "<bos>", "<eos>", "<unk>"]:
+            raise SystemExit("vocab.json lacks <pad> <bos> <eos> <unk> at ids 0-3")
+        self.cache = {}
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def word_ids(self, word):
+        ids = self.cache.get(word)
+        if ids is None:
+            if self.model is None:
+                ids = [self.ids.get(word, UNK)]
+            else:
+                try:
+                    ids = [t.id for t in self.model.tokenize(word)]
+                except Exception:  # attnzoo: a word BPE cannot split is one <unk>
+                    ids = [UNK]
+            self.cache[word] = ids
+        return ids
+
+    def encode(self, sentence):
+        return [i for word in tokenize(sentence) for i in self.word_ids(word)]
+
+    def decode(self, ids):
+        tokens = []
+        for i in ids:
+            if i == EOS:
+                break
+            if i not in (PAD, BOS):
+                tokens.append(self.tokens[i] if i < len(self.tokens) else "<unk>")
+        if self.model is None:
+            return detokenize(tokens)
+        words = []
+        for token in tokens:
+            if token.startswith(CONTINUATION):
+                if words:
+                    words[-1] += token[len(CONTINUATION):]
+                else:
+                    words.append(token[len(CONTINUATION):])
+            else:
+                words.append(token)
+        return detokenize(words)
+
+
+# ---- data: attnzoo's corpus files, SplitMix64 and bucketing (src/translation/batch.rs) ----
+def read_pairs(path):
+    """`german<TAB>english` lines split as Rust's str::lines does (\\n, optional \\r)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        text = f.read()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    pairs = []
+    for line in lines:
+        if line.endswith("\r"):
+            line = line[:-1]
+        german, sep, english = line.partition("\t")
+        if not sep:
+            raise SystemExit(f"{path}: a line without a tab")
+        pairs.append((german, english))
+    return pairs
+
+
+class SplitMix:
+    def __init__(self, seed):
+        self.state = seed & MASK64
+
+    def next_u64(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def shuffle(self, items):  # Fisher-Yates, as attnzoo
+        for i in range(len(items) - 1, 0, -1):
+            j = self.next_u64() % (i + 1)
+            items[i], items[j] = items[j], items[i]
+
+
+def bucketed(examples, batch_size, rng):
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    order.sort(key=lambda i: (len(examples[i][0]), len(examples[i][1])))  # stable
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def padded(rows):
+    width = max(1, max(len(r) for r in rows))
+    ids = torch.full((len(rows), width), PAD, dtype=torch.long)
+    for r, row in enumerate(rows):
+        ids[r, :len(row)] = torch.tensor(row, dtype=torch.long)
+    return ids
+
+
+def make_batch(examples, indices):
+    src = padded([examples[i][0] for i in indices])
+    tin = padded([[BOS] + examples[i][1] for i in indices])
+    tout = padded([examples[i][1] + [EOS] for i in indices])
+    return src, src.eq(PAD), tin, tout, sum(len(examples[i][1]) + 1 for i in indices)
+
+
+# ---- the model (models/src/seq2seq/transformer.rs, models/src/transformer/*.rs) ----
+def sinusoidal_table(max_len, d_model):
+    step = torch.tensor(-(math.log(10000.0) / d_model), dtype=torch.float32)
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * step)
+    angle = torch.arange(max_len, dtype=torch.float32)[:, None] * div[None, :]
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)
+    return table
+
+
+class MultiHead(nn.Module):
+    """Projections, SDPA, output projection; a query whose keys are all masked gets zero."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h = n_heads
+        self.query, self.key, self.value, self.output = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def split(self, x):
+        b, t, d = x.shape
+        return x.view(b, t, self.h, d // self.h).transpose(1, 2)
+
+    def project_kv(self, memory):
+        return self.split(self.key(memory)), self.split(self.value(memory))
+
+    def forward(self, x, k, v, key_padding=None, causal=False):
+        q = self.split(self.query(x))
+        if key_padding is None:
+            ctx = F.scaled_dot_product_attention(q, k, v, is_causal=causal and q.size(2) > 1)
+        else:
+            bias = torch.zeros(key_padding.shape, dtype=q.dtype).masked_fill(key_padding, -1e30)
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[:, None, None, :])
+            ctx = ctx * (~key_padding).any(-1).to(ctx.dtype)[:, None, None, None]
+        b, h, t, dk = ctx.shape
+        return self.output(ctx.transpose(1, 2).reshape(b, t, h * dk))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, dropout):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.linear2(self.dropout(F.relu(self.linear1(x)))))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout):
+        super().__init__()
+        self.self_attn = MultiHead(d_model, n_heads)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, padding):
+        y = self.norm1(x)
+        x = x + self.dropout(self.self_attn(y, *self.self_attn.project_kv(y), key_padding=padding))
+        return x + self.feed_forward(self.norm2(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout):
+        super().__init__()
+        self.self_attn, self.cross_attn = MultiHead(d_model, n_heads), MultiHead(d_model, n_heads)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, memory_kv, padding, cache=None):
+        """`cache` (decoding one step at a time): [keys, values] of the earlier positions."""
+        y = self.norm1(x)
+        k, v = self.self_attn.project_kv(y)
+        if cache is not None:
+            if cache[0] is not None:
+                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            cache[0], cache[1] = k, v
+        x = x + self.dropout(self.self_attn(y, k, v, causal=cache is None))
+        x = x + self.dropout(self.cross_attn(self.norm2(x), *memory_kv, key_padding=padding))
+        return x + self.feed_forward(self.norm3(x))
+
+
+class TransformerSeq2Seq(nn.Module):
+    def __init__(self, c, positions):
+        super().__init__()
+        d, self.d_model = c["d_model"], c["d_model"]
+        args = (d, c["n_heads"], c["d_ff"], c["dropout"])
+        self.source_embedding = nn.Embedding(c["source_vocab"], d)
+        self.target_embedding = nn.Embedding(c["target_vocab"], d)
+        self.register_buffer("positions", sinusoidal_table(positions, d), persistent=False)
+        self.encoder = nn.ModuleList(EncoderLayer(*args) for _ in range(c["encoder_layers"]))
+        self.encoder_norm = nn.LayerNorm(d)
+        self.decoder = nn.ModuleList(DecoderLayer(*args) for _ in range(c["decoder_layers"]))
+        self.decoder_norm = nn.LayerNorm(d)
+        self.output = None if c.get("tied_output", False) else nn.Linear(d, c["target_vocab"])
+        self.dropout = nn.Dropout(c["dropout"])
+
+    def embed(self, embedding, tokens, offset=0):
+        x = embedding(tokens) * math.sqrt(self.d_model)
+        return self.dropout(x + self.positions[offset:offset + tokens.size(1)])
+
+    def project(self, h):
+        return self.output(h) if self.output is not None else h @ self.target_embedding.weight.t()
+
+    def encode(self, source, padding):
+        x = self.embed(self.source_embedding, source)
+        for layer in self.encoder:
+            x = layer(x, padding)
+        memory = self.encoder_norm(x)
+        return [layer.cross_attn.project_kv(memory) for layer in self.decoder]
+
+    def decode(self, memory_kv, padding, tokens, caches=None, offset=0):
+        x = self.embed(self.target_embedding, tokens, offset)
+        for i, layer in enumerate(self.decoder):
+            x = layer(x, memory_kv[i], padding, None if caches is None else caches[i])
+        return self.project(self.decoder_norm(x))
+
+    def forward(self, source, padding, target_in):
+        return self.decode(self.encode(source, padding), padding, target_in)
+
+
+# ---- training pieces (src/translation/train.rs, decode.rs) ----
+def learning_rate_at(cfg, step):
+    step, warmup = max(step, 1), max(cfg["warmup_steps"], 1)
+    return cfg["learning_rate"] * min(step / warmup, math.sqrt(warmup / step))
+
+
+def clip_per_tensor(params, clip):
+    """Burn's GradientClipping::Norm: each parameter tensor's gradient scaled to L2 norm ≤ clip."""
+    grads = [p.grad for p in params if p.grad is not None]
+    for g, norm in zip(grads, torch._foreach_norm(grads)):
+        g.mul_(torch.clamp(clip / (norm + torch.finfo(g.dtype).tiny), max=1.0))
+
+
+@torch.no_grad()
+def mean_loss(model, examples, batch_size, smoothing):
+    total, tokens = 0.0, 0
+    for start in range(0, len(examples), batch_size):
+        src, pad, tin, tout, n = make_batch(examples, range(start, min(start + batch_size, len(examples))))
+        logits = model(src, pad, tin)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tout.reshape(-1),
+                               ignore_index=PAD, label_smoothing=smoothing)
+        total, tokens = total + loss.item() * n, tokens + n
+    return total / max(tokens, 1)
+
+
+def step_limit(source_len, max_len, ratio=2.0):
+    return min(math.ceil(ratio * source_len) + 5, max(max_len, 1))
+
+
+@torch.no_grad()
+def greedy(model, sources, max_len, vocab_size):
+    """attnzoo's batched greedy search (batches of 64; <pad> <bos> <unk> never produced)."""
+    banned = torch.zeros(vocab_size)
+    banned[[PAD, BOS, UNK]] = -1e9
+    outputs = []
+    for start in range(0, len(sources), 64):
+        rows = sources[start:start + 64]
+        src = padded(rows)
+        pad = src.eq(PAD)
+        memory_kv = model.encode(src, pad)
+        caches = [[None, None] for _ in model.decoder]
+        limits = [step_limit(len(r), max_len) for r in rows]
+        out, done = [[] for _ in rows], [False] * len(rows)
+        tokens = torch.full((len(rows), 1), BOS, dtype=torch.long)
+        for t in range(max(limits)):
+            logits = model.decode(memory_kv, pad, tokens, caches, offset=t)[:, -1]
+            nxt = (logits + banned).argmax(-1)
+            for r, token in enumerate(nxt.tolist()):
+                if not done[r]:
+                    if token == EOS or len(out[r]) >= limits[r]:
+                        done[r] = True
+                    else:
+                        out[r].append(token)
+            if all(done):
+                break
+            tokens = nxt[:, None]
+        outputs.extend(out)
+    return outputs
+
+
+def translate(model, vocab_in, vocab_out, sentences, max_len):
+    """As attnzoo's Translator::translate: sources cut to max_len, outputs ≤ 2·max_len."""
+    sources = [vocab_in.encode(s)[:max_len] for s in sentences]
+    wanted = [i for i, s in enumerate(sources) if s]
+    ids = greedy(model, [sources[i] for i in wanted], 2 * max_len, len(vocab_out))
+    result = [""] * len(sentences)
+    for i, out in zip(wanted, ids):
+        result[i] = vocab_out.decode(out)
+    return result
+
+
+def find_corpus():
+    found = sorted(d for d in glob.glob(os.path.expanduser("~/.cache/attnzoo/trans-de-en-*"))
+                   if all(os.path.isfile(os.path.join(d, f))
+                          for f in ("train.tsv", "valid.tsv", "test.tsv", "lexicon.tsv")))
+    if not found:
+        raise SystemExit("no corpus under ~/.cache/attnzoo: run `attnzoo data fetch`")
+    return found[-1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True, help="attnzoo checkpoint folder (its json files)")
+    parser.add_argument("--minutes", type=float, help="wall-clock training budget")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--lexicon", type=int, help="lexicon pairs per epoch (default: train.json's)")
+    parser.add_argument("--corpus", help="corpus folder (default: the newest fetched one)")
+    parser.add_argument("--test-limit", type=int, help="score only the first N test pairs (smoke tests)")
+    parser.add_argument("--encode", choices=["source", "target"],
+                        help="print the ids of stdin's lines with that vocabulary, then exit")
+    args = parser.parse_args()
+
+    def load(name):
+        with open(os.path.join(args.checkpoint, name), encoding="utf-8") as f:
+            return json.load(f)
+
+    vocab_json = load("vocab.json")
+    vocabs = {side: Vocab(vocab_json[side]) for side in ("source", "target")}
+    if args.encode:
+        for line in sys.stdin.read().split("\n")[:-1]:
+            print(" ".join(map(str, vocabs[args.encode].encode(line.removesuffix("\r")))))
+        return
+    if args.minutes is None:
+        parser.error("--minutes is required")
+    model_json, cfg = load("model.json"), load("train.json")
+    if "Transformer" not in model_json:
+        raise SystemExit(f"{args.checkpoint}: not a Transformer checkpoint ({list(model_json)})")
+    mcfg = model_json["Transformer"]
+    cfg.setdefault("lexicon_per_epoch", 0)
+    if args.lexicon is not None:
+        cfg["lexicon_per_epoch"] = args.lexicon
+    src_vocab, tgt_vocab = vocabs["source"], vocabs["target"]
+    if (len(src_vocab), len(tgt_vocab)) != (mcfg["source_vocab"], mcfg["target_vocab"]):
+        raise SystemExit("model.json's vocabulary sizes differ from vocab.json's")
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(cfg["seed"])
+    corpus = args.corpus or find_corpus()
+    max_len, batch_size, smoothing = cfg["max_len"], cfg["batch_size"], cfg["label_smoothing"]
+
+    def example(pair):
+        return src_vocab.encode(pair[0])[:max_len], tgt_vocab.encode(pair[1])[:max_len - 1]
+
+    prep = time.perf_counter()
+    train = [example(p) for p in read_pairs(os.path.join(corpus, "train.tsv"))]
+    valid_pairs = read_pairs(os.path.join(corpus, "valid.tsv"))
+    valid = [example(p) for p in valid_pairs]
+    test_pairs = read_pairs(os.path.join(corpus, "test.tsv"))[:args.test_limit]
+    per_epoch = cfg["lexicon_per_epoch"]
+    lexicon_pairs = read_pairs(os.path.join(corpus, "lexicon.tsv")) if per_epoch else []
+    lexicon_order = list(range(len(lexicon_pairs)))
+    SplitMix(cfg["seed"]).shuffle(lexicon_order)
+    lexicon_cache = {}
+
+    def epoch_examples(epoch):
+        """Data::epoch: every training pair, then the epoch's slice of the shuffled lexicon
+        (encoded here on first use; attnzoo encodes the whole lexicon before its clock starts)."""
+        take = min(per_epoch, len(lexicon_order))
+        picked = [lexicon_order[i % len(lexicon_order)] for i in range((epoch - 1) * take, epoch * take)]
+        for i in picked:
+            if i not in lexicon_cache:
+                lexicon_cache[i] = example(lexicon_pairs[i])
+        return train + [lexicon_cache[i] for i in picked]
+
+    # attnzoo's table holds model.json's max_len (max_len + 2) positions, but `attnzoo eval` lets
+    # greedy outputs reach 2·max_len tokens, where its Transformer stops with "positions up to
+    # 53 exceed max_len 52". The sinusoids are a formula: here the table is long enough, which
+    # changes nothing in training nor in any translation attnzoo completes.
+    model = TransformerSeq2Seq(mcfg, positions=max(mcfg["max_len"], 2 * max_len))
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=learning_rate_at(cfg, 1), betas=(0.9, 0.999), eps=1e-5)
+    n_params = sum(p.numel() for p in params)
+    print(f"PyTorch {torch.__version__}, {args.threads} threads; corpus {corpus}: {len(train)} train, "
+          f"{len(valid)} valid, {len(test_pairs)} test, {len(lexicon_pairs)} lexicon pairs "
+          f"({per_epoch}/epoch); vocab {len(src_vocab)}/{len(tgt_vocab)}; Transformer d={mcfg['d_model']} "
+          f"h={mcfg['n_heads']} ff={mcfg['d_ff']} layers={mcfg['encoder_layers']}+{mcfg['decoder_layers']} "
+          f"dropout={mcfg['dropout']} tied={mcfg.get('tied_output', False)}: {n_params:,} parameters "
+          f"(data ready in {time.perf_counter() - prep:.1f} s)", flush=True)
+
+    budget = args.minutes * 60.0
+    started, paused = time.perf_counter(), 0.0
+
+    def clock():
+        return time.perf_counter() - started - paused
+
+    step, epoch, history = 0, 0, []
+    train_tokens, train_seconds = 0, 0.0
+    while epoch < cfg["epochs"]:
+        epoch += 1
+        t0 = time.perf_counter()
+        examples = epoch_examples(epoch)
+        paused += time.perf_counter() - t0
+        rng = SplitMix(cfg["seed"] ^ ((epoch * 0x9E3779B9) & MASK64))
+        batches = bucketed(examples, batch_size, rng)
+        loss_sum, token_sum, trained, out_of_time = 0.0, 0, 0, False
+        model.train()
+        epoch_start = time.perf_counter()
+        for indices in batches:
+            if clock() >= budget:
+                out_of_time = True
+                break
+            trained += 1
+            src, pad, tin, tout, n = make_batch(examples, indices)
+            logits = model(src, pad, tin)
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tout.reshape(-1),
+                                   ignore_index=PAD, label_smoothing=smoothing)
+            loss_value = loss.item()
+            if not loss_value < 2 * math.log(len(tgt_vocab)):
+                raise SystemExit(f"training diverged: the loss became {loss_value:.3e} at step {step + 1}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            clip_per_tensor(params, cfg["clip_norm"])
+            step += 1
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate_at(cfg, step)
+            optimizer.step()
+            loss_sum, token_sum = loss_sum + loss_value * n, token_sum + n
+        seconds = time.perf_counter() - epoch_start
+        train_tokens, train_seconds = train_tokens + token_sum, train_seconds + seconds
+        if trained == 0:
+            epoch -= 1
+            print(f"time budget of {args.minutes} min reached: {epoch} epochs", flush=True)
+            break
+        model.eval()
+        valid_loss = mean_loss(model, valid, batch_size, smoothing)
+        hyps = [tgt_vocab.decode(ids) for ids in greedy(model, [e[0] for e in valid], max_len, len(tgt_vocab))]
+        valid_bleu = sacrebleu.corpus_bleu(hyps, [[p[1] for p in valid_pairs]]).score
+        record = {"epoch": epoch, "batches": f"{trained}/{len(batches)}", "train_loss": loss_sum / max(token_sum, 1),
+                  "valid_loss": valid_loss, "valid_bleu": valid_bleu, "seconds": clock(),
+                  "tok_per_s": token_sum / max(seconds, 1e-9)}
+        history.append(record)
+        print(f"epoch {epoch} ({trained}/{len(batches)} batches, {token_sum / max(seconds, 1e-9):.0f} tok/s): "
+              f"train loss {record['train_loss']:.3f}, valid loss {valid_loss:.3f}, valid BLEU {valid_bleu:.2f} "
+              f"({record['seconds']:.0f} s)", flush=True)
+        if out_of_time:
+            print(f"time budget of {args.minutes} min reached after {trained} of {len(batches)} batches: "
+                  f"epoch {epoch} ends here", flush=True)
+            break
+    if not history:
+        raise SystemExit(f"{args.minutes} min was not enough for one batch")
+
+    eval_start = time.perf_counter()
+    model.eval()
+    hyps = translate(model, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
+    refs = [[p[1] for p in test_pairs]]
+    bleu, chrf = sacrebleu.corpus_bleu(hyps, refs), sacrebleu.corpus_chrf(hyps, refs)
+    last = history[-1]
+    epochs_done = len(history) - 1 + int(last["batches"].split("/")[0]) / int(last["batches"].split("/")[1])
+    print(f"\nepochs: {epochs_done:.2f} ({len(history)} started, {step} steps) in {clock():.0f} s "
+          f"(training {train_seconds:.0f} s, validation {clock() - train_seconds:.0f} s)")
+    print(f"target tokens/s (training steps only): {train_tokens / max(train_seconds, 1e-9):.0f}")
+    print(f"final train loss {last['train_loss']:.3f}, valid loss {last['valid_loss']:.3f}")
+    print(f"test split, {len(test_pairs)} pairs, greedy: {bleu}, chrF2 = {chrf.score:.2f} "
+          f"(decoding {time.perf_counter() - eval_start:.0f} s)")
+    print(json.dumps({
+        "framework": f"pytorch-{torch.__version__}", "threads": args.threads, "minutes": args.minutes,
+        "checkpoint": os.path.abspath(args.checkpoint), "lexicon_per_epoch": per_epoch,
+        "parameters": n_params, "epochs": round(epochs_done, 3), "steps": step,
+        "train_tok_per_s": round(train_tokens / max(train_seconds, 1e-9), 1),
+        "train_loss": round(last["train_loss"], 4), "valid_loss": round(last["valid_loss"], 4),
+        "test_bleu": round(bleu.score, 2), "test_chrf": round(chrf.score, 2), "history": history,
+    }))
+
+
+if __name__ == "__main__":
+    main()

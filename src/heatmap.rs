@@ -1,5 +1,5 @@
 //! Attention heatmaps as PNG and SVG (plotters): rows are queries (target tokens), columns keys
-//! (source tokens), darker is more weight, token labels on both axes.
+//! (source tokens), darker is more weight, token labels on both axes, a colour bar beside.
 
 use std::path::Path;
 
@@ -24,14 +24,50 @@ pub struct Heatmap<'a> {
 
 const CELL: i32 = 28;
 const MARGIN: i32 = 120;
+/// Room right of the cells for the colour bar and its labels.
+const BAR_SPACE: i32 = 60;
+/// Shades in the colour bar.
+const BAR_STEPS: i32 = 10;
+
+/// The colour of a weight in `[0, 1]`: white to blue.
+fn shade(weight: f32) -> RGBColor {
+    let level = (255.0 * (1.0 - weight.clamp(0.0, 1.0))).round() as u8;
+    RGBColor(level, level, 255)
+}
+
 impl Heatmap<'_> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);
         let title = 9 * self.title.chars().count() as i32; // about 9 px a character at 15 px
         (
-            (MARGIN + (cols * CELL).max(title) + 20) as u32,
-            (MARGIN + rows * CELL + 20) as u32,
+            (MARGIN + (cols * CELL + BAR_SPACE).max(title) + 20) as u32,
+            (MARGIN + rows.max(4) * CELL + 20) as u32,
         )
+    }
+
+    /// A vertical bar of the colours of weights 1 (top) to 0 (bottom), labelled, right of the
+    /// cells.
+    fn draw_colour_bar<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        font: &FontDesc,
+    ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let x = MARGIN + self.col_labels.len() as i32 * CELL + 16;
+        let height = self.row_labels.len().max(4) as i32 * CELL;
+        let step = height / BAR_STEPS;
+        for i in 0..BAR_STEPS {
+            let weight = 1.0 - (i as f32 + 0.5) / BAR_STEPS as f32;
+            let y = MARGIN + i * step;
+            root.draw(&Rectangle::new(
+                [(x, y), (x + 12, y + step)],
+                shade(weight).filled(),
+            ))?;
+        }
+        let left = TextStyle::from(font.clone()).pos(Pos::new(HPos::Left, VPos::Center));
+        for (label, y) in [("1", MARGIN), ("0", MARGIN + BAR_STEPS * step)] {
+            root.draw(&Text::new(label, (x + 16, y), left.clone()))?;
+        }
+        Ok(())
     }
 
     fn draw<DB: DrawingBackend>(
@@ -65,12 +101,10 @@ impl Heatmap<'_> {
             ))
             .map_err(failed)?;
             for col in 0..cols {
-                let weight = self.weights[row * cols + col].clamp(0.0, 1.0);
-                let shade = (255.0 * (1.0 - weight)).round() as u8;
                 let x = MARGIN + col as i32 * CELL;
                 root.draw(&Rectangle::new(
                     [(x, y), (x + CELL, y + CELL)],
-                    RGBColor(shade, shade, 255).filled(),
+                    shade(self.weights[row * cols + col]).filled(),
                 ))
                 .map_err(failed)?;
             }
@@ -82,6 +116,7 @@ impl Heatmap<'_> {
             root.draw(&Text::new(label.clone(), (x, MARGIN - 6), vertical.clone()))
                 .map_err(failed)?;
         }
+        self.draw_colour_bar(root, &font).map_err(failed)?;
         root.present().map_err(failed)
     }
 
@@ -134,8 +169,8 @@ mod tests {
         let png = std::fs::read(dir.join("map.png")).unwrap();
         assert_eq!(
             svg.matches("<rect").count(),
-            1 + 6,
-            "background and six cells"
+            1 + 6 + BAR_STEPS as usize,
+            "background, six cells and the colour bar"
         );
         assert!(
             svg.contains("a&lt;b") && svg.contains("#0000FF") && svg.contains("#FFFFFF"),

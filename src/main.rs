@@ -5,7 +5,8 @@ mod commands;
 use std::process::ExitCode;
 
 use attnzoo_backends::DeviceArgs;
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use commands::{attend, backends, bleu, data, demo, embed, eval, train, translate};
 
@@ -57,9 +58,24 @@ fn one_line(error: &clap::Error) -> String {
     joined.join(" ").trim_start_matches("error: ").to_string()
 }
 
+/// The ids of the options given on the command line (not defaulted) of subcommand `name`.
+fn given(matches: &ArgMatches, name: &str) -> Vec<String> {
+    let Some(matches) = matches.subcommand_matches(name) else {
+        return Vec::new();
+    };
+    matches
+        .ids()
+        .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) if !error.use_stderr() => {
             let _ = error.print(); // --help, --version
             return ExitCode::SUCCESS;
@@ -74,7 +90,7 @@ fn main() -> ExitCode {
         Command::Check(device) => backends::check(&device),
         Command::Embed(args) => embed::run(args),
         Command::Data { command } => data::run(command),
-        Command::Train(args) => train::run(args),
+        Command::Train(args) => train::run(args, &given(&matches, "train")),
         Command::Translate(args) => translate::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Bleu(args) => bleu::run(args),

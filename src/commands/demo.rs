@@ -47,7 +47,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let dir = args.out.join("model");
     if args.fresh && dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove {}", dir.display()))?;
     }
     let trained_before = if Checkpoint::is_trained(&dir) {
         Checkpoint::open(&dir)?.state.seconds
@@ -96,7 +97,9 @@ pub fn run(args: Args) -> Result<()> {
         .zip(&scored.hypotheses)
         .filter(|(pair, _)| pair.german.split_whitespace().count() <= SHORT)
         .collect();
-    out.line(format!("\nthe first five test sentences of at most {SHORT} words:"))?;
+    out.line(format!(
+        "\nthe first five test sentences of at most {SHORT} words:"
+    ))?;
     for (pair, translation) in short.iter().take(5) {
         out.line(format!(
             "DE   {}\nREF  {}\nOURS {translation}\n",

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
+use attnzoo::translation::checkpoint::Checkpoint;
 use attnzoo::translation::train::TrainConfig;
 use attnzoo::translation::{trainer, AttentionKind, ModelKind, TrainSpec};
 use attnzoo_backends::DeviceArgs;
@@ -100,12 +101,88 @@ impl Args {
     }
 }
 
-/// Trains the run in `--out`.
-pub fn run(args: Args) -> Result<()> {
+impl Args {
+    /// With `--resume`, the options in `given` (ids of those on the command line) whose value
+    /// differs from the run's own, as `--flag value (the run's: value)`. A resumed run keeps its
+    /// settings; only --epochs and --max-minutes may change.
+    fn contradictions(&self, given: &[String], run: &Checkpoint) -> Vec<String> {
+        let spec = self.spec();
+        let (ours, theirs) = (&spec.config, &run.train);
+        let settings = [
+            (
+                "batch_size",
+                ours.batch_size.to_string(),
+                theirs.batch_size.to_string(),
+            ),
+            (
+                "learning_rate",
+                ours.learning_rate.to_string(),
+                theirs.learning_rate.to_string(),
+            ),
+            (
+                "warmup_steps",
+                ours.warmup_steps.to_string(),
+                theirs.warmup_steps.to_string(),
+            ),
+            (
+                "teacher_forcing",
+                ours.teacher_forcing.to_string(),
+                theirs.teacher_forcing.to_string(),
+            ),
+            (
+                "label_smoothing",
+                ours.label_smoothing.to_string(),
+                theirs.label_smoothing.to_string(),
+            ),
+            (
+                "bpe",
+                ours.bpe_vocab.to_string(),
+                theirs.bpe_vocab.to_string(),
+            ),
+            (
+                "lexicon",
+                ours.lexicon_per_epoch.to_string(),
+                theirs.lexicon_per_epoch.to_string(),
+            ),
+            ("seed", ours.seed.to_string(), theirs.seed.to_string()),
+        ];
+        let flag = |id: &str| format!("--{}", id.replace('_', "-"));
+        let mut found: Vec<String> = settings
+            .into_iter()
+            .filter(|(id, ours, theirs)| given.iter().any(|g| g == id) && ours != theirs)
+            .map(|(id, ours, theirs)| format!("{} {ours} (the run's: {theirs})", flag(id)))
+            .collect();
+        let model = spec.model_config(run.vocab.source.len(), run.vocab.target.len());
+        let shaping: Vec<String> = ["model", "attention", "hidden", "layers"]
+            .into_iter()
+            .filter(|id| given.iter().any(|g| g == id))
+            .map(flag)
+            .collect();
+        let differs = serde_json::to_value(&model).ok() != serde_json::to_value(&run.model).ok();
+        if !shaping.is_empty() && differs {
+            found.push(format!(
+                "{} (another model than the run's model.json)",
+                shaping.join(" ")
+            ));
+        }
+        found
+    }
+}
+
+/// Trains the run in `--out`; `given` holds the ids of the options on the command line.
+pub fn run(args: Args, given: &[String]) -> Result<()> {
     let spec = args.spec();
     spec.validate()?;
-    let (backend, device) = args.device.open()?;
-    eprintln!("training on {backend} ({device:?})");
+    if args.resume && Checkpoint::is_trained(&args.out) {
+        let contradictions = args.contradictions(given, &Checkpoint::open(&args.out)?);
+        if !contradictions.is_empty() {
+            bail!(
+                "--resume keeps the run's settings, but {} contradict them: leave them out, or train a new run in another --out",
+                contradictions.join(", ")
+            );
+        }
+    }
+    let (_, device) = args.device.open()?;
     trainer::run(&spec, &args.out, args.max_minutes, &device)?;
     Ok(())
 }

@@ -356,6 +356,11 @@ impl Checkpoint {
     /// Opens a run in `dir` to continue training it, locked: a trained checkpoint, or a run
     /// stopped before its first epoch (which starts from epoch 0 with its saved configs).
     pub fn resume(dir: &Path) -> Result<Self> {
+        // Locked first: a run starting in `dir` holds the lock before it writes model.json.
+        let lock = match dir.is_dir() {
+            true => Some(lock(dir)?),
+            false => None,
+        };
         if !Self::exists(dir) {
             return Err(Error::Input(format!(
                 "{} holds no run to resume (no model.json): train one with `attnzoo train --out {}`",
@@ -363,10 +368,9 @@ impl Checkpoint {
                 dir.display()
             )));
         }
-        let lock = lock(dir)?;
         remove_partial_files(dir);
         let mut checkpoint = Self::read(dir, Self::is_trained(dir))?;
-        checkpoint.lock = Some(lock);
+        checkpoint.lock = lock;
         Ok(checkpoint)
     }
 

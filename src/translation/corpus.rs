@@ -140,7 +140,10 @@ pub fn lexicon_pairs(dictionary: &str, held_out: &HashSet<&str>) -> Vec<Pair> {
         let Some((german, english)) = line.split_once(" :: ") else {
             continue;
         };
-        if german.split(" | ").any(|entry| held_out.contains(entry.trim())) {
+        if german
+            .split(" | ")
+            .any(|entry| held_out.contains(entry.trim()))
+        {
             continue;
         }
         for (german, english) in german.split(" | ").zip(english.split(" | ")) {
@@ -256,12 +259,26 @@ pub fn fetch(cache: Option<PathBuf>) -> Result<PathBuf> {
     let cache = cache.unwrap_or_else(home_cache);
     fs::create_dir_all(&cache)
         .map_err(|error| Error::Input(format!("cannot create {}: {error}", cache.display())))?;
+    remove_abandoned_downloads(&cache);
     let work = cache.join(format!("download.{}", std::process::id()));
     fs::create_dir_all(&work)
         .map_err(|error| Error::Input(format!("{}: {error}", work.display())))?;
     let result = download_and_split(&cache, &work);
     let _ = fs::remove_dir_all(&work);
     result
+}
+
+/// Removes the `download.<pid>` folders of fetches whose process is gone (killed mid-download).
+fn remove_abandoned_downloads(cache: &Path) {
+    for entry in fs::read_dir(cache).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("download."));
+        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf> {
@@ -357,10 +374,7 @@ mod tests {
             ("blank", "sheer"),
             ("aneinanderstoßen", "to jostle against each other"),
         ];
-        assert_eq!(
-            got,
-            expected.map(|(g, e)| (g.to_string(), e.to_string()))
-        );
+        assert_eq!(got, expected.map(|(g, e)| (g.to_string(), e.to_string())));
     }
 
     #[test]
@@ -372,7 +386,11 @@ mod tests {
         let held_out: HashSet<&str> = ["Der Hund bellt laut.", "Der Hund bellt laut"].into();
         let lexicon = lexicon_pairs(dictionary, &held_out);
         let german: Vec<&str> = lexicon.iter().map(|p| p.german.as_str()).collect();
-        assert_eq!(german, ["Katze"], "the sentence pair of line 2 is not lexicon either");
+        assert_eq!(
+            german,
+            ["Katze"],
+            "the sentence pair of line 2 is not lexicon either"
+        );
     }
 
     #[test]
@@ -390,6 +408,19 @@ mod tests {
             find_corpus(cache.path()).unwrap(),
             corpus_dir(cache.path(), "1.10-1")
         );
+    }
+
+    #[test]
+    fn a_killed_fetch_leaves_no_download_folder_behind() {
+        let cache = tempfile::tempdir().unwrap();
+        let abandoned = cache.path().join("download.4294967295"); // no such process
+        let running = cache
+            .path()
+            .join(format!("download.{}", std::process::id()));
+        fs::create_dir_all(abandoned.join("root")).unwrap();
+        fs::create_dir_all(&running).unwrap();
+        remove_abandoned_downloads(cache.path());
+        assert!(!abandoned.exists() && running.exists());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Training: teacher forcing (a configurable ratio for the RNN), cross-entropy with label
 //! smoothing that ignores padding, Adam with linear warmup then inverse-square-root decay,
 //! gradient-norm clipping, length-bucketed batches, validation loss and greedy BLEU each epoch,
-//! a progress line, an atomic checkpoint each epoch, a time budget, a fixed seed.
+//! a progress bar (indicatif), an atomic checkpoint each epoch, a time budget, a fixed seed.
 //!
 //! Resuming restores the weights, Adam's moment estimates, the step (so the learning-rate
 //! schedule continues), the epoch and the data order.
@@ -16,6 +16,7 @@ use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Tensor};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
 use super::checkpoint::{Checkpoint, EpochRecord};
@@ -104,45 +105,42 @@ impl TrainConfig {
     }
 }
 
-/// A one-line progress bar on stderr (redrawn in place on a terminal, every 10 % otherwise).
+/// An epoch's progress on stderr: a bar with an ETA, redrawn in place, on a terminal; a plain
+/// line every 10 % otherwise (logs, CI).
 struct Progress {
-    total: usize,
-    terminal: bool,
-    last_tenth: usize,
+    bar: ProgressBar,
+    /// The last tenth printed as a plain line; `None` on a terminal.
+    plain_tenth: Option<u64>,
 }
 
 impl Progress {
     fn new(total: usize) -> Self {
-        Self {
-            total: total.max(1),
-            terminal: std::io::stderr().is_terminal(),
-            last_tenth: 0,
-        }
+        let bar =
+            ProgressBar::with_draw_target(Some(total.max(1) as u64), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("[{bar:30}] {percent:>3}% {msg} (eta {eta})")
+                .expect("a valid template")
+                .progress_chars("#>-"),
+        );
+        let plain_tenth = (!std::io::stderr().is_terminal()).then_some(0);
+        Self { bar, plain_tenth }
     }
 
-    fn show(&mut self, done: usize, message: &str) {
-        let fraction = done as f64 / self.total as f64;
-        let filled = (fraction * 30.0) as usize;
-        let bar = format!(
-            "[{}{}] {:3.0}% {message}",
-            "#".repeat(filled),
-            "-".repeat(30 - filled),
-            100.0 * fraction
-        );
-        let tenth = (fraction * 10.0) as usize;
-        let mut stderr = std::io::stderr().lock();
-        if self.terminal {
-            let _ = write!(stderr, "\r{bar}\x1b[K");
-        } else if tenth > self.last_tenth || done == self.total {
-            let _ = writeln!(stderr, "{bar}");
+    fn show(&mut self, done: usize, message: String) {
+        let (done, total) = (done as u64, self.bar.length().unwrap_or(1));
+        if let Some(last) = &mut self.plain_tenth {
+            let tenth = 10 * done / total;
+            if tenth > *last || done == total {
+                let _ = writeln!(std::io::stderr(), "{:3}% {message}", 100 * done / total);
+                *last = tenth;
+            }
         }
-        self.last_tenth = tenth;
+        self.bar.set_position(done);
+        self.bar.set_message(message);
     }
 
     fn finish(&self) {
-        if self.terminal {
-            let _ = writeln!(std::io::stderr());
-        }
+        self.bar.finish();
     }
 }
 
@@ -255,7 +253,13 @@ pub fn train(
             let loss_value = loss.clone().into_scalar::<f32>() as f64;
             // Twice the loss of guessing uniformly: no model that learns gets there.
             if !(loss_value < 2.0 * (model.target_vocab() as f64).ln()) {
-                return Err(diverged(format!("the loss became {loss_value:.3e} at step {}", state.step + 1), state.epoch));
+                return Err(diverged(
+                    format!(
+                        "the loss became {loss_value:.3e} at step {}",
+                        state.step + 1
+                    ),
+                    state.epoch,
+                ));
             }
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             state.step += 1;
@@ -265,7 +269,7 @@ pub fn train(
             let rate = token_sum as f64 / epoch_started.elapsed().as_secs_f64().max(1e-9);
             progress.show(
                 done + 1,
-                &format!(
+                format!(
                     "epoch {epoch}/{} loss {:.3} lr {:.2e} {rate:.0} tok/s",
                     config.epochs,
                     loss_sum / token_sum as f64,
@@ -293,7 +297,11 @@ pub fn train(
             config.label_smoothing,
             device,
         )?;
-        let best_loss = state.history.iter().map(|r| r.valid_loss).fold(f64::INFINITY, f64::min);
+        let best_loss = state
+            .history
+            .iter()
+            .map(|r| r.valid_loss)
+            .fold(f64::INFINITY, f64::min);
         if !(valid_loss < 1.5 * best_loss) {
             return Err(diverged(format!("the validation loss rose from {best_loss:.3} to {valid_loss:.3} in epoch {epoch}"), state.epoch));
         }
@@ -356,14 +364,27 @@ mod tests {
         };
         let lexicon_of = |epoch| -> Vec<usize> {
             let examples = data.epoch(epoch, 4, 7);
-            assert_eq!(examples[..3], data.train[..], "sentences first, all of them");
+            assert_eq!(
+                examples[..3],
+                data.train[..],
+                "sentences first, all of them"
+            );
             examples[3..].iter().map(|e| e.source[0]).collect()
         };
         let (first, second, third) = (lexicon_of(1), lexicon_of(2), lexicon_of(3));
         assert_eq!((first.len(), second.len(), third.len()), (4, 4, 4));
-        let mut seen: Vec<usize> = first.iter().chain(&second).chain(&third[..2]).copied().collect();
+        let mut seen: Vec<usize> = first
+            .iter()
+            .chain(&second)
+            .chain(&third[..2])
+            .copied()
+            .collect();
         seen.sort_unstable();
-        assert_eq!(seen, (100..110).collect::<Vec<_>>(), "ten entries, each once, then around");
+        assert_eq!(
+            seen,
+            (100..110).collect::<Vec<_>>(),
+            "ten entries, each once, then around"
+        );
         assert_eq!(data.epoch(1, 0, 7).len(), 3, "no lexicon at 0");
     }
 }

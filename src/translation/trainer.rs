@@ -116,7 +116,7 @@ impl TrainSpec {
     }
 
     /// The model config for vocabularies of `source` and `target` tokens.
-    fn model_config(&self, source: usize, target: usize) -> Seq2SeqConfig {
+    pub fn model_config(&self, source: usize, target: usize) -> Seq2SeqConfig {
         let max_len = self.config.max_len;
         match self.model {
             ModelKind::Rnn => {
@@ -197,7 +197,11 @@ pub fn run(
         )));
     }
     let valid_pairs = read_split(&corpus, Split::Valid)?;
-    let mut lexicon_pairs = read_lexicon(&corpus)?;
+    // The lexicon is read only by runs that train on it.
+    let lexicon_for = |config: &TrainConfig| match config.lexicon_per_epoch {
+        0 => Ok(Vec::new()),
+        _ => read_lexicon(&corpus),
+    };
     let mut checkpoint = if spec.resume {
         let mut checkpoint = Checkpoint::resume(out)?;
         if let Some(epochs) = spec.epochs {
@@ -215,9 +219,7 @@ pub fn run(
         if let Some(epochs) = spec.epochs {
             config.epochs = epochs;
         }
-        if config.lexicon_per_epoch == 0 {
-            lexicon_pairs.clear();
-        }
+        let lexicon_pairs = lexicon_for(&config)?;
         let vocab = build_vocabularies(&train_pairs, &lexicon_pairs, &config)?;
         let model = spec.model_config(vocab.source.len(), vocab.target.len());
         let checkpoint = Checkpoint::create(out, model, config, vocab)?;
@@ -239,13 +241,16 @@ pub fn run(
     let vocab = &checkpoint.vocab;
     let data = Data {
         train: examples(&train_pairs, &vocab.source, &vocab.target, max_len),
-        lexicon: match checkpoint.train.lexicon_per_epoch {
-            0 => Vec::new(),
-            _ => examples(&lexicon_pairs, &vocab.source, &vocab.target, max_len),
-        },
+        lexicon: examples(
+            &lexicon_for(&checkpoint.train)?,
+            &vocab.source,
+            &vocab.target,
+            max_len,
+        ),
         valid: examples(&valid_pairs, &vocab.source, &vocab.target, max_len),
         valid_pairs,
     };
+    eprintln!("training on {device:?}");
     let train_device = device.clone().autodiff();
     train_device.seed(checkpoint.train.seed);
     let model = if checkpoint.state.weights.is_empty() {

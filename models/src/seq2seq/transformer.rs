@@ -201,7 +201,12 @@ mod tests {
         let logits = model.project(hidden.clone());
         assert_eq!(logits.dims(), [2, 3, 13]);
         // Token 5's logit is the dot product of the state with E_t[5].
-        let row = model.target_embedding.weight.val().narrow(0, 5, 1).reshape([1, 1, 8]);
+        let row = model
+            .target_embedding
+            .weight
+            .val()
+            .narrow(0, 5, 1)
+            .reshape([1, 1, 8]);
         let expected: TensorData = (hidden * row).sum_dim(2).into_data();
         logits
             .narrow(2, 5, 1)

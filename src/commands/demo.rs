@@ -108,7 +108,10 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut best: Option<(f64, &Pair)> = None;
     for (pair, translation) in &short {
-        let chrf = corpus_chrf(&[(*translation).clone()], &[pair.english.clone()])?;
+        let chrf = corpus_chrf(
+            std::slice::from_ref(*translation),
+            std::slice::from_ref(&pair.english),
+        )?;
         if best.is_none_or(|(top, _)| chrf > top) {
             best = Some((chrf, pair));
         }

@@ -233,7 +233,7 @@ pub fn read_lexicon(dir: &Path) -> Result<Vec<Pair>> {
 
 /// Reads `german<TAB>english` lines.
 fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
-    let text = fs::read_to_string(&path).map_err(|error| {
+    let text = fs::read_to_string(path).map_err(|error| {
         Error::Input(format!(
             "cannot read {}: {error} (run `attnzoo data fetch`)",
             path.display()

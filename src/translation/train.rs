@@ -252,7 +252,7 @@ pub fn train(
             let loss = batch_loss(&model, &loss_fn, batch, &use_gold)?;
             let loss_value = loss.clone().into_scalar::<f32>() as f64;
             // Twice the loss of guessing uniformly: no model that learns gets there.
-            if !(loss_value < 2.0 * (model.target_vocab() as f64).ln()) {
+            if !(loss_value.is_finite() && loss_value < 2.0 * (model.target_vocab() as f64).ln()) {
                 return Err(diverged(
                     format!(
                         "the loss became {loss_value:.3e} at step {}",
@@ -302,7 +302,7 @@ pub fn train(
             .iter()
             .map(|r| r.valid_loss)
             .fold(f64::INFINITY, f64::min);
-        if !(valid_loss < 1.5 * best_loss) {
+        if !(valid_loss.is_finite() && valid_loss < 1.5 * best_loss) {
             return Err(diverged(format!("the validation loss rose from {best_loss:.3} to {valid_loss:.3} in epoch {epoch}"), state.epoch));
         }
         let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();

@@ -458,6 +458,16 @@ fn files_streams_and_folders_are_checked() {
             2,
             "no run to resume",
         ),
+        case(
+            "train|--out|{dir}/model|--corpus|{dir}/corpus|--resume|--batch-size|8",
+            2,
+            "--batch-size 8 (the run's: 4)",
+        ),
+        case(
+            "train|--out|{dir}/model|--corpus|{dir}/corpus|--resume|--hidden|16|--model|rnn",
+            2,
+            "--model --hidden (another model",
+        ),
         case("data|fetch|--cache|{dir}/file/cache", 2, "file"),
         case("check|--backend|ndarray|--device|gpu", 2, "ndarray"),
     ];

@@ -721,3 +721,25 @@ fn a_run_killed_at_random_moments_always_leaves_a_usable_folder() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_diverging_run_stops_with_an_error_and_saves_nothing_wrecked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    let out = tmp.path().join("wild");
+    write_corpus(&corpus);
+    let mut args = train_args(&corpus, &out, 3);
+    let rate = args.iter().position(|a| a == "--learning-rate").unwrap() + 1;
+    args[rate] = "1e9".into();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = common::attnzoo(&args, b"");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!stderr.contains("panicked at"), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("training diverged"), "{stderr}");
+    let weights = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "safetensors"))
+        .count();
+    assert_eq!(weights, 0, "no wrecked epoch is saved: {stderr}");
+}

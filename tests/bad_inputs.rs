@@ -739,7 +739,13 @@ fn a_diverging_run_stops_with_an_error_and_saves_nothing_wrecked() {
     assert!(last.contains("training diverged"), "{stderr}");
     let weights = std::fs::read_dir(&out)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "safetensors"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "safetensors")
+        })
         .count();
     assert_eq!(weights, 0, "no wrecked epoch is saved: {stderr}");
 }

@@ -28,7 +28,8 @@ both sides train from scratch on identical token ids. The run reproduces `attnzo
 - clock: --minutes of wall time from the first step, counting validation as attnzoo does; the
   epoch under way ends when the budget is reached and is still validated. After each epoch:
   valid loss, and greedy valid BLEU (output ≤ ceil(2·|x|)+5 tokens, ≤ max_len), as attnzoo;
-- test: greedy decoding of the 984 test pairs as `attnzoo eval`/`attnzoo demo` do (never <pad>,
+- test: the epoch with the best valid BLEU (the latest on a tie), as attnzoo keeps it; greedy
+  decoding of the 984 test pairs as `attnzoo eval`/`attnzoo demo` do (never <pad>,
   <bos> or <unk>; output ≤ ceil(2·|x|)+5 tokens, ≤ 2·max_len; the position table is made long
   enough for that, where attnzoo's holds max_len + 2), then sacreBLEU's default corpus BLEU
   (13a) and chrF. Prints a summary and, last, one JSON line.
@@ -40,6 +41,7 @@ nothing. attnzoo's counterpart of a run (its Transformer with BPE 8000 and lexic
     attnzoo eval runs/tr --split test
 """
 import argparse
+import copy
 import glob
 import json
 import math
@@ -549,6 +551,8 @@ def main():
         record = {"epoch": epoch, "batches": f"{trained}/{len(batches)}", "train_loss": loss_sum / max(token_sum, 1),
                   "valid_loss": valid_loss, "valid_bleu": valid_bleu, "seconds": clock(),
                   "tok_per_s": token_sum / max(seconds, 1e-9)}
+        if all(r["valid_bleu"] <= valid_bleu for r in history):  # attnzoo keeps the latest best
+            best_epoch, best_state = epoch, copy.deepcopy(model.state_dict())
         history.append(record)
         print(f"epoch {epoch} ({trained}/{len(batches)} batches, {token_sum / max(seconds, 1e-9):.0f} tok/s): "
               f"train loss {record['train_loss']:.3f}, valid loss {valid_loss:.3f}, valid BLEU {valid_bleu:.2f} "
@@ -561,6 +565,7 @@ def main():
         raise SystemExit(f"{args.minutes} min was not enough for one batch")
 
     eval_start = time.perf_counter()
+    model.load_state_dict(best_state)
     model.eval()
     hyps = translate(model, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
     refs = [[p[1] for p in test_pairs]]
@@ -571,14 +576,14 @@ def main():
           f"(training {train_seconds:.0f} s, validation {clock() - train_seconds:.0f} s)")
     print(f"target tokens/s (training steps only): {train_tokens / max(train_seconds, 1e-9):.0f}")
     print(f"final train loss {last['train_loss']:.3f}, valid loss {last['valid_loss']:.3f}")
-    print(f"test split, {len(test_pairs)} pairs, greedy: {bleu}, chrF2 = {chrf.score:.2f} "
+    print(f"test split, {len(test_pairs)} pairs, greedy, best epoch by valid BLEU ({best_epoch}): {bleu}, chrF2 = {chrf.score:.2f} "
           f"(decoding {time.perf_counter() - eval_start:.0f} s)")
     print(json.dumps({
         "framework": f"pytorch-{torch.__version__}", "threads": args.threads, "minutes": args.minutes,
         "checkpoint": os.path.abspath(args.checkpoint), "lexicon_per_epoch": per_epoch,
         "parameters": n_params, "epochs": round(epochs_done, 3), "steps": step,
         "train_tok_per_s": round(train_tokens / max(train_seconds, 1e-9), 1),
-        "train_loss": round(last["train_loss"], 4), "valid_loss": round(last["valid_loss"], 4),
+        "train_loss": round(last["train_loss"], 4), "valid_loss": round(last["valid_loss"], 4), "best_epoch": best_epoch,
         "test_bleu": round(bleu.score, 2), "test_chrf": round(chrf.score, 2), "history": history,
     }))
 

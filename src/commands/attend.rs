@@ -3,31 +3,27 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use attnzoo::translation::{DecodeConfig, Translator};
-use attnzoo_backends::DeviceArgs;
+use attnzoo::translation::DecodeConfig;
 
 use super::output::Stdout;
+use super::translate::ModelArgs;
 
 /// `attnzoo attend` options.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Checkpoint folder (its best epoch is used)
-    #[arg(long)]
-    checkpoint: PathBuf,
+    #[command(flatten)]
+    model: ModelArgs,
     /// The German sentence (sentences longer than 60 tokens are cut)
     sentence: String,
     /// Output folder
     #[arg(long, default_value = "runs/attend")]
     out: PathBuf,
-    #[command(flatten)]
-    device: DeviceArgs,
 }
 
 /// Writes the heatmaps (PNG and SVG) and prints the PNGs' paths.
 pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
-    let (_, device) = args.device.open()?;
-    let translator = Translator::load(&args.checkpoint, &device)?;
+    let translator = args.model.load()?;
     let attention = translator.attend(&args.sentence, &DecodeConfig::default())?;
     for path in attention.write_heatmaps(&args.out)? {
         out.line(path.display())?;

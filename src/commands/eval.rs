@@ -5,19 +5,16 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use attnzoo::home_cache;
 use attnzoo::translation::corpus::{find_corpus, read_split, Split};
-use attnzoo::translation::Translator;
-use attnzoo_backends::DeviceArgs;
 
 use super::output::Stdout;
 use super::parse;
-use super::translate::DecodeArgs;
+use super::translate::{DecodeArgs, ModelArgs};
 
 /// `attnzoo eval` options.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Checkpoint folder (its best epoch is used)
-    #[arg(long)]
-    checkpoint: PathBuf,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Split
     #[arg(long, value_enum, default_value = "test")]
     split: Split,
@@ -29,15 +26,12 @@ pub struct Args {
     corpus: Option<PathBuf>,
     #[command(flatten)]
     decode: DecodeArgs,
-    #[command(flatten)]
-    device: DeviceArgs,
 }
 
 /// Prints sacreBLEU's BLEU line and chrF2.
 pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
-    let (_, device) = args.device.open()?;
-    let translator = Translator::load(&args.checkpoint, &device)?;
+    let translator = args.model.load()?;
     let corpus = match args.corpus {
         Some(dir) => dir,
         None => find_corpus(&home_cache())?,

@@ -43,23 +43,37 @@ impl DecodeArgs {
     }
 }
 
-/// `attnzoo translate` options.
+/// A trained model and the device to run it on, shared by `translate`, `eval` and `attend`.
 #[derive(clap::Args, Debug)]
-pub struct Args {
+pub struct ModelArgs {
     /// Checkpoint folder (its best epoch is used)
     #[arg(long)]
     checkpoint: PathBuf,
     #[command(flatten)]
-    decode: DecodeArgs,
-    #[command(flatten)]
     device: DeviceArgs,
+}
+
+impl ModelArgs {
+    /// Opens the device and loads the checkpoint onto it.
+    pub fn load(&self) -> Result<Translator> {
+        let (_, device) = self.device.open()?;
+        Ok(Translator::load(&self.checkpoint, &device)?)
+    }
+}
+
+/// `attnzoo translate` options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    decode: DecodeArgs,
 }
 
 /// Translates every stdin line, in order; an empty line stays empty.
 pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
-    let (_, device) = args.device.open()?;
-    let translator = Translator::load(&args.checkpoint, &device)?;
+    let translator = args.model.load()?;
     let sentences = read_lines(std::io::stdin().lock(), "stdin")?;
     for line in translator.translate(&sentences, &args.decode.config())? {
         out.line(line)?;

@@ -477,14 +477,15 @@ impl Checkpoint {
         let path = self.dir.join(name);
         let bytes = self.read_recorded(name)?;
         let mut model = self.model.try_init(device)?;
-        let mut store = SafetensorsStore::from_bytes(Some(bytes));
-        let result = model.load_from(&mut store).map_err(|error| {
-            Error::Input(format!(
-                "{}: damaged or foreign weights file ({})",
-                path.display(),
-                first_line(&error.to_string())
-            ))
-        })?;
+        let result = model
+            .load_from(&mut weights_store(bytes))
+            .map_err(|error| {
+                Error::Input(format!(
+                    "{}: damaged or foreign weights file ({})",
+                    path.display(),
+                    first_line(&error.to_string())
+                ))
+            })?;
         if !result.missing.is_empty() || !result.errors.is_empty() {
             let first_error = result.errors.first().map(|e| first_line(&e.to_string()));
             return Err(Error::Input(format!(
@@ -636,6 +637,33 @@ impl Checkpoint {
     }
 }
 
+/// How RNN weights saved before the decoder's attention became one module
+/// ([`DecoderAttention`](attnzoo_models::seq2seq::DecoderAttention)) name their tensors, and
+/// their names now: such checkpoints still load.
+const RNN_ATTENTION_RENAMES: [(&str, &str); 4] = [
+    (
+        r"^Rnn\.attention\.Additive\.",
+        "Rnn.attention.Bahdanau.Additive.",
+    ),
+    (
+        r"^Rnn\.attention\.Luong\.(weight|score_proj)\.",
+        "Rnn.attention.Luong.alignment.Luong.$1.",
+    ),
+    (
+        r"^Rnn\.attention\.Location\.",
+        "Rnn.attention.Luong.alignment.Location.",
+    ),
+    (r"^Rnn\.combine\.", "Rnn.attention.Luong.combine."),
+];
+
+/// A store reading a weights file's bytes, under today's tensor names.
+fn weights_store(bytes: Vec<u8>) -> SafetensorsStore {
+    RNN_ATTENTION_RENAMES.iter().fold(
+        SafetensorsStore::from_bytes(Some(bytes)),
+        |store, (old, new)| store.with_key_remapping(old, *new),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -691,8 +719,9 @@ mod tests {
             .fold(0.0, f32::max)
     }
 
-    #[test]
-    fn resuming_continues_with_adams_saved_moments() {
+    /// A new checkpoint in `dir` of a tiny RNN without dropout, and the ndarray device with its
+    /// autodiff twin.
+    fn tiny_checkpoint(dir: &Path) -> (Checkpoint, Device, Device) {
         let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
         let train_device = device.clone().autodiff();
         let vocab = Vocab::build(["a b c d e f"], 1, 100);
@@ -702,19 +731,25 @@ mod tests {
                 .with_hidden_dim(8)
                 .with_dropout(0.0),
         );
-        let adam = || AdamConfig::new().init();
-        let mut model = config.try_init(&train_device).unwrap();
-        let mut optimizer = adam();
-        for _ in 0..3 {
-            model = adam_step(model, &mut optimizer, &train_device);
-        }
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
         let vocab = Vocabularies {
             source: vocab.clone(),
             target: vocab,
         };
-        let mut checkpoint = Checkpoint::create(dir, config, TrainConfig::new(), vocab).unwrap();
+        let checkpoint = Checkpoint::create(dir, config, TrainConfig::new(), vocab).unwrap();
+        (checkpoint, device, train_device)
+    }
+
+    #[test]
+    fn resuming_continues_with_adams_saved_moments() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (mut checkpoint, device, train_device) = tiny_checkpoint(dir);
+        let adam = || AdamConfig::new().init();
+        let mut model = checkpoint.model.try_init(&train_device).unwrap();
+        let mut optimizer = adam();
+        for _ in 0..3 {
+            model = adam_step(model, &mut optimizer, &train_device);
+        }
         let state = TrainState {
             epoch: 1,
             step: 3,
@@ -743,21 +778,8 @@ mod tests {
 
     #[test]
     fn the_best_weights_stay_beside_the_last_until_a_better_epoch_comes() {
-        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
-        let train_device = device.clone().autodiff();
-        let vocab = Vocab::build(["a b c d e f"], 1, 100);
-        let config = Seq2SeqConfig::Rnn(
-            RnnSeq2SeqConfig::new(vocab.len(), vocab.len())
-                .with_embedding_dim(8)
-                .with_hidden_dim(8),
-        );
         let tmp = tempfile::tempdir().unwrap();
-        let vocab = Vocabularies {
-            source: vocab.clone(),
-            target: vocab,
-        };
-        let mut checkpoint =
-            Checkpoint::create(tmp.path(), config, TrainConfig::new(), vocab).unwrap();
+        let (mut checkpoint, device, train_device) = tiny_checkpoint(tmp.path());
         assert!(
             Checkpoint::create(
                 tmp.path(),
@@ -790,6 +812,41 @@ mod tests {
             assert!(largest_difference(&logits(&best, &device), expected) < 1e-6);
             let kept = tmp.path().join(BEST_WEIGHTS).is_file();
             assert_eq!(kept, (2..4).contains(&epoch), "epoch {epoch}");
+        }
+    }
+
+    #[test]
+    fn rnn_weights_saved_under_the_old_attention_names_still_load() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let old_names = [
+            (
+                AlignmentScore::Additive,
+                "Rnn.attention.Additive.query_proj.weight",
+            ),
+            (AlignmentScore::General, "Rnn.combine.weight"),
+        ];
+        for (score, old_name) in old_names {
+            let config = Seq2SeqConfig::Rnn(
+                RnnSeq2SeqConfig::new(12, 12)
+                    .with_embedding_dim(8)
+                    .with_hidden_dim(8)
+                    .with_attention(Some(score)),
+            );
+            let model = config.try_init(&device).unwrap();
+            let mut old_layout = SafetensorsStore::from_bytes(None)
+                .with_key_remapping(r"^Rnn\.attention\.Bahdanau\.", "Rnn.attention.")
+                .with_key_remapping(r"^Rnn\.attention\.Luong\.alignment\.", "Rnn.attention.")
+                .with_key_remapping(r"^Rnn\.attention\.Luong\.combine\.", "Rnn.combine.");
+            model.save_into(&mut old_layout).unwrap();
+            let bytes = old_layout.get_bytes().unwrap();
+            let holds = |name: &str| bytes.windows(name.len()).any(|w| w == name.as_bytes());
+            assert!(holds(old_name) && !holds("Luong.alignment") && !holds("Bahdanau"));
+            let mut loaded = config.try_init(&device).unwrap();
+            let result = loaded.load_from(&mut weights_store(bytes)).unwrap();
+            assert!(result.missing.is_empty(), "{score:?}: {:?}", result.missing);
+            let difference =
+                largest_difference(&logits(&model, &device), &logits(&loaded, &device));
+            assert_eq!(difference, 0.0, "{score:?}");
         }
     }
 }

@@ -151,14 +151,14 @@ fn greedy_rows(
     device: &Device,
 ) -> Result<(Vec<Hypothesis>, StepWeights)> {
     let (source, padding) = padded(rows, PAD_ID, device);
-    let mut state = model.encode(source, padding)?;
+    let mut decoder = model.encode(source, padding)?;
     let banned = never_produced(model, device);
     let mut outputs: Vec<Hypothesis> = vec![Hypothesis::default(); rows.len()];
     let mut finished = vec![false; rows.len()];
     let mut tokens = ids_tensor(&vec![BOS_ID; rows.len()], device);
     let mut weights = Vec::new();
     for _ in 0..limits.iter().copied().max().unwrap_or(0) {
-        let step = model.step(&mut state, tokens, need_weights)?;
+        let step = decoder.step(tokens, need_weights)?;
         if need_weights {
             weights.push(step.weights);
         }
@@ -376,7 +376,7 @@ fn beam_search(
         return Ok(Vec::new());
     }
     let (source_tensor, padding) = padded(sources, PAD_ID, device);
-    let mut state = model.encode(source_tensor, padding)?;
+    let mut decoder = model.encode(source_tensor, padding)?;
     let banned = never_produced(model, device);
     let mut beams: Vec<Beam> = limits.iter().map(|&limit| Beam::new(limit)).collect();
     for t in 0.. {
@@ -386,7 +386,7 @@ fn beam_search(
             .flat_map(|beam| &beam.alive)
             .map(|(ids, _)| ids.last().copied().unwrap_or(BOS_ID))
             .collect();
-        let step = model.step(&mut state, ids_tensor(&last, device), false)?;
+        let step = decoder.step(ids_tensor(&last, device), false)?;
         let vocab = step.logits.dims()[1];
         let log_probs = values::<f32>(log_softmax(step.logits + banned.clone(), 1).into_data())?;
         let (mut row, mut parents) = (0, Vec::new());
@@ -404,7 +404,7 @@ fn beam_search(
         if parents.is_empty() {
             break;
         }
-        state.select(ids_tensor(&parents, device));
+        decoder.select(ids_tensor(&parents, device));
     }
     Ok(beams.into_iter().map(|beam| beam.finished).collect())
 }

@@ -69,7 +69,7 @@ impl Lstm {
     }
 
     /// One step from the input projection `W_x x_t + b` (`[B, 4H]`).
-    fn advance(&self, projected: Tensor<2>, state: LstmState) -> LstmState {
+    fn step_projected(&self, projected: Tensor<2>, state: LstmState) -> LstmState {
         let gates = projected + self.hidden.forward(state.hidden);
         let [i, f, g, o] = gates.chunk(4, 1).try_into().expect("four gates");
         let cell = sigmoid(f) * state.cell + sigmoid(i) * g.tanh();
@@ -81,7 +81,7 @@ impl Lstm {
 
     /// One step: `x [B, D]`.
     pub fn step(&self, x: Tensor<2>, state: LstmState) -> LstmState {
-        self.advance(self.input.forward(x), state)
+        self.step_projected(self.input.forward(x), state)
     }
 
     /// Every step of `x [B, T, D]` from a zero state → `h [B, T, H]`.
@@ -92,7 +92,7 @@ impl Lstm {
         let mut outputs = Vec::with_capacity(len);
         for t in 0..len {
             let input = projected.clone().narrow(1, t, 1).squeeze_dim(1);
-            state = self.advance(input, state);
+            state = self.step_projected(input, state);
             outputs.push(state.hidden.clone());
         }
         Tensor::stack(outputs, 1)

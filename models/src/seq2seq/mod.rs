@@ -13,7 +13,7 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
-pub use rnn::{RnnSeq2Seq, RnnSeq2SeqConfig, RnnState};
+pub use rnn::{DecoderAttention, LuongAttention, RnnSeq2Seq, RnnSeq2SeqConfig, RnnState};
 pub use transformer::{TransformerSeq2Seq, TransformerSeq2SeqConfig, TransformerState};
 
 use crate::error::ensure;
@@ -38,14 +38,15 @@ pub enum Seq2Seq {
     Transformer(TransformerSeq2Seq),
 }
 
-/// The decoder's state between steps.
+/// A model's decoder holding its state between steps, made by [`Seq2Seq::encode`] for one
+/// batch of sources.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
-pub enum DecodeState {
-    /// Of the RNN.
-    Rnn(RnnState),
-    /// Of the Transformer.
-    Transformer(TransformerState),
+pub enum Decoder<'a> {
+    /// The RNN's.
+    Rnn(&'a RnnSeq2Seq, RnnState),
+    /// The Transformer's.
+    Transformer(&'a TransformerSeq2Seq, TransformerState),
 }
 
 /// One decoding step's output.
@@ -68,12 +69,34 @@ impl Seq2SeqConfig {
     }
 }
 
-impl DecodeState {
+impl Decoder<'_> {
+    /// One step: the previous tokens `[B]` → the next token's logits.
+    pub fn step(&mut self, tokens: Tensor<1, Int>, need_weights: bool) -> Result<Step, AttnError> {
+        match self {
+            Decoder::Rnn(model, state) => {
+                let (logits, weights) = model.step(state, tokens)?;
+                let weights = match weights {
+                    Some(weights) if need_weights => vec![weights.unsqueeze_dim(1)],
+                    _ => Vec::new(),
+                };
+                Ok(Step { logits, weights })
+            }
+            Decoder::Transformer(model, state) => {
+                let (logits, weights) =
+                    model.decode(state, tokens.unsqueeze_dim(1), need_weights)?;
+                Ok(Step {
+                    logits: logits.squeeze_dim(1),
+                    weights: weights.into_iter().map(|w| w.squeeze_dim(2)).collect(),
+                })
+            }
+        }
+    }
+
     /// Keeps the batch rows `indices` in that order (for beam search).
     pub fn select(&mut self, indices: Tensor<1, Int>) {
         match self {
-            DecodeState::Rnn(state) => state.select(indices),
-            DecodeState::Transformer(state) => state.select(indices),
+            Decoder::Rnn(_, state) => state.select(indices),
+            Decoder::Transformer(_, state) => state.select(indices),
         }
     }
 }
@@ -87,12 +110,12 @@ impl Seq2Seq {
         }
     }
 
-    /// Encodes the source into the decoder's first state.
+    /// Encodes the source: the decoder, in its first state.
     pub fn encode(
         &self,
         source: Tensor<2, Int>,
         source_padding: Tensor<2, Bool>,
-    ) -> Result<DecodeState, AttnError> {
+    ) -> Result<Decoder<'_>, AttnError> {
         ensure!(
             source.dims() == source_padding.dims(),
             "source {:?} and its padding {:?} differ in shape",
@@ -100,39 +123,11 @@ impl Seq2Seq {
             source_padding.dims()
         );
         Ok(match self {
-            Seq2Seq::Rnn(model) => DecodeState::Rnn(model.encode(source, source_padding)),
+            Seq2Seq::Rnn(model) => Decoder::Rnn(model, model.encode(source, source_padding)),
             Seq2Seq::Transformer(model) => {
-                DecodeState::Transformer(model.encode(source, source_padding)?)
+                Decoder::Transformer(model, model.encode(source, source_padding)?)
             }
         })
-    }
-
-    /// One step: the previous tokens `[B]` → the next token's logits.
-    pub fn step(
-        &self,
-        state: &mut DecodeState,
-        tokens: Tensor<1, Int>,
-        need_weights: bool,
-    ) -> Result<Step, AttnError> {
-        match (self, state) {
-            (Seq2Seq::Rnn(model), DecodeState::Rnn(state)) => {
-                let (logits, weights) = model.step(state, tokens)?;
-                let weights = match weights {
-                    Some(weights) if need_weights => vec![weights.unsqueeze_dim(1)],
-                    _ => Vec::new(),
-                };
-                Ok(Step { logits, weights })
-            }
-            (Seq2Seq::Transformer(model), DecodeState::Transformer(state)) => {
-                let (logits, weights) =
-                    model.decode(state, tokens.unsqueeze_dim(1), need_weights)?;
-                Ok(Step {
-                    logits: logits.squeeze_dim(1),
-                    weights: weights.into_iter().map(|w| w.squeeze_dim(2)).collect(),
-                })
-            }
-            _ => Err(AttnError::new("decode state of another model")),
-        }
     }
 
     /// Training: logits `[B, T, V]` for `target_in [B, T]`. The RNN feeds the gold token at step
@@ -151,12 +146,9 @@ impl Seq2Seq {
             "use_gold covers {} steps, the target has {len}",
             use_gold.len()
         );
-        let mut state = self.encode(source, source_padding)?;
-        match (self, &mut state) {
-            (Seq2Seq::Transformer(model), DecodeState::Transformer(state)) => {
-                Ok(model.decode(state, target_in, false)?.0)
-            }
-            (Seq2Seq::Rnn(model), DecodeState::Rnn(state)) => {
+        match &mut self.encode(source, source_padding)? {
+            Decoder::Transformer(model, state) => Ok(model.decode(state, target_in, false)?.0),
+            Decoder::Rnn(model, state) => {
                 let gold_at = |t: usize| target_in.clone().narrow(1, t, 1).reshape([batch]);
                 if use_gold[..len].iter().all(|&gold| gold) {
                     // Every input is known: run the steps, then W_o once over [B, T, H].
@@ -177,7 +169,6 @@ impl Seq2Seq {
                 }
                 Ok(Tensor::stack(logits, 1))
             }
-            _ => Err(AttnError::new("decode state of another model")),
         }
     }
 }

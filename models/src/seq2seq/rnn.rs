@@ -66,17 +66,30 @@ pub struct RnnSeq2Seq {
     pub bridge: Linear,
     /// The decoder LSTM.
     pub decoder: Lstm,
-    /// The alignment attention (none for the baseline).
-    pub attention: Option<Alignment>,
-    /// `W_c`: `2H → H`, Luong's attentional hidden state.
-    pub combine: Option<Linear>,
+    /// The decoder's attention (none for the baseline).
+    pub attention: Option<DecoderAttention>,
     /// `W_o`: `H → V`.
     pub output: Linear,
     /// Dropout (identity without autodiff).
     pub dropout: Dropout,
-    /// The alignment score.
-    #[module(skip)]
-    pub score: Option<AlignmentScore>,
+}
+
+/// How the decoder attends: the two ways of wiring an alignment into an RNN decoder.
+#[derive(Module, Debug)]
+pub enum DecoderAttention {
+    /// Bahdanau: scored with the previous state `s_{t-1}`, the context fed to the LSTM.
+    Bahdanau(Alignment),
+    /// Luong: scored with the current state `s_t`, the context combined by `W_c`.
+    Luong(LuongAttention),
+}
+
+/// Luong's attention with its combination layer.
+#[derive(Module, Debug)]
+pub struct LuongAttention {
+    /// The alignment (dot, general, concat or location score).
+    pub alignment: Alignment,
+    /// `W_c`: `2H → H`, the attentional hidden state `h̃_t = tanh(W_c [c_t; s_t])`.
+    pub combine: Linear,
 }
 
 /// The decoder's state between steps.
@@ -114,9 +127,19 @@ impl RnnSeq2SeqConfig {
             "vocabularies and widths must be positive: {self:?}"
         );
         let lstm = |input| LstmConfig::new(input, hidden).init(device);
-        let luong = self
-            .attention
-            .is_some_and(|score| score != AlignmentScore::Additive);
+        let attention = match self.attention {
+            None => None,
+            Some(score) => {
+                let alignment = AlignmentConfig::new(hidden, score).try_init(device)?;
+                Some(match score {
+                    AlignmentScore::Additive => DecoderAttention::Bahdanau(alignment),
+                    _ => DecoderAttention::Luong(LuongAttention {
+                        alignment,
+                        combine: LinearConfig::new(2 * hidden, hidden).init(device),
+                    }),
+                })
+            }
+        };
         Ok(RnnSeq2Seq {
             source_embedding: EmbeddingConfig::new(self.source_vocab, embedding).init(device),
             target_embedding: EmbeddingConfig::new(self.target_vocab, embedding).init(device),
@@ -129,14 +152,9 @@ impl RnnSeq2SeqConfig {
             } else {
                 embedding
             }),
-            attention: self
-                .attention
-                .map(|score| AlignmentConfig::new(hidden, score).try_init(device))
-                .transpose()?,
-            combine: luong.then(|| LinearConfig::new(2 * hidden, hidden).init(device)),
+            attention,
             output: LinearConfig::new(hidden, self.target_vocab).init(device),
             dropout: DropoutConfig::new(self.dropout).init(),
-            score: self.attention,
         })
     }
 }
@@ -189,7 +207,8 @@ impl RnnSeq2Seq {
             },
             feed: first.zeros_like(),
             keys: match &self.attention {
-                Some(attention) => attention.keys(memory.clone()),
+                Some(DecoderAttention::Bahdanau(alignment)) => alignment.keys(memory.clone()),
+                Some(DecoderAttention::Luong(luong)) => luong.alignment.keys(memory.clone()),
                 None => memory.clone(),
             },
             memory,
@@ -224,34 +243,36 @@ impl RnnSeq2Seq {
             .dropout
             .forward(self.target_embedding.forward(tokens.unsqueeze_dim(1)))
             .squeeze_dim::<2>(1);
-        let (Some(attention), Some(score)) = (&self.attention, self.score) else {
-            return Ok((self.advance(state, embedded), None));
-        };
-        let attend = |query: Tensor<2>, state: &RnnState| {
-            attention.step_with_keys(
+        let attend = |alignment: &Alignment, query: Tensor<2>, state: &RnnState| {
+            alignment.step_with_keys(
                 query,
                 state.memory.clone(),
                 state.keys.clone(),
                 Some(state.padding.clone()),
             )
         };
-        if score == AlignmentScore::Additive {
-            let aligned = attend(state.lstm.hidden.clone(), state)?;
-            let top = self.advance(state, Tensor::cat(vec![embedded, aligned.context], 1));
-            return Ok((top, Some(aligned.weights)));
+        match &self.attention {
+            None => Ok((self.lstm_step(state, embedded), None)),
+            Some(DecoderAttention::Bahdanau(alignment)) => {
+                let aligned = attend(alignment, state.lstm.hidden.clone(), state)?;
+                let top = self.lstm_step(state, Tensor::cat(vec![embedded, aligned.context], 1));
+                Ok((top, Some(aligned.weights)))
+            }
+            Some(DecoderAttention::Luong(luong)) => {
+                let top = self.lstm_step(state, Tensor::cat(vec![embedded, state.feed.clone()], 1));
+                let aligned = attend(&luong.alignment, top.clone(), state)?;
+                let attentional = luong
+                    .combine
+                    .forward(Tensor::cat(vec![aligned.context, top], 1))
+                    .tanh();
+                state.feed = attentional.clone();
+                Ok((attentional, Some(aligned.weights)))
+            }
         }
-        let top = self.advance(state, Tensor::cat(vec![embedded, state.feed.clone()], 1));
-        let aligned = attend(top.clone(), state)?;
-        let combine = self.combine.as_ref().expect("Luong attention has W_c");
-        let attentional = combine
-            .forward(Tensor::cat(vec![aligned.context, top], 1))
-            .tanh();
-        state.feed = attentional.clone();
-        Ok((attentional, Some(aligned.weights)))
     }
 
     /// Runs the decoder LSTM one step on `input [B, ·]`, returning `s_t [B, H]`.
-    fn advance(&self, state: &mut RnnState, input: Tensor<2>) -> Tensor<2> {
+    fn lstm_step(&self, state: &mut RnnState, input: Tensor<2>) -> Tensor<2> {
         state.lstm = self.decoder.step(input, state.lstm.clone());
         state.lstm.hidden.clone()
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Training throughput of the seed tutorial's Seq2SeqWithAttention (PyTorch) on the same data as
+"""Training throughput of Seq2SeqWithAttention (PyTorch), from the tutorial
+"NLP Tutorial Module 7: Attention Mechanisms and Sequence-to-Sequence Models", on the same data as
 `attnzoo train`, for the README's ratio.
 
     python scripts/bench_translation_torch.py [--pairs 2048] [--hidden 256] [--threads 2]
@@ -8,8 +9,8 @@ Reads the first --pairs training pairs of the fetched corpus (~/.cache/attnzoo/t
 tokenises them like attnzoo (words, inner apostrophes/hyphens, single punctuation marks; words
 seen at least twice), batches them by length in batches of 64, and times one epoch of
 forward + backward + Adam steps with full teacher forcing. Prints target tokens per second
-(target words plus <eos>, as attnzoo's progress line counts them). The model is the seed's
-(002), built with num_layers=1 and the given hidden size; attnzoo's counterpart:
+(target words plus <eos>, as attnzoo's progress line counts them). The model is that
+tutorial's, built with num_layers=1 and the given hidden size; attnzoo's counterpart:
 
     attnzoo train --out /tmp/bench --train-limit 2048 --epochs 1 --hidden 256   (its tok/s)
 
@@ -36,7 +37,7 @@ torch.set_num_threads(args.threads)
 torch.manual_seed(42)
 
 
-# ---- the seed's model (shared/seeds/002), verbatim but for comments ----
+# ---- the tutorial's model, verbatim but for comments ----
 class Encoder(nn.Module):
     def __init__(self, input_size, hidden_size, num_layers=2, dropout=0.1):
         super().__init__()

@@ -248,7 +248,7 @@ def main():
         write("multi_head_self", "multi_head", {"d_model": D, "num_heads": h}, mha.state_dict(),
               {"query": q, "key": q, "value": q}, {"output": output, "weights": weights})
 
-        # self-attention, seed 000 (mask: 1 = attend in the seed; stored inverted).
+        # self-attention as in the "Attention Mechanisms" tutorial's SelfAttention (mask: 1 = attend there; stored inverted).
         selfattn = SelfAttention(D, heads=2)
         x = torch.randn(2, 6, D)
         masked = positional(6, 6, causal=True).unsqueeze(0).expand(2, 6, 6).clone()

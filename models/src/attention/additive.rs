@@ -2,7 +2,7 @@
 //!
 //! `score(h_t, h̄_s) = v_aᵀ tanh(W_1 h_t + W_2 h̄_s)`
 //!
-//! (the seed's `W1`, `W2`, `V`; `V`'s bias shifts every score equally and is kept for parity).
+//! (`W1`, `W2`, `V` in the "Attention Mechanisms" tutorial's `BahdanauAttention`; `V`'s bias shifts every score equally and is kept for parity).
 //! Shapes: `query [B, T, H]`, `memory [B, S, H]` → scores `[B, T, S]`; the `[B, T, S, H]`
 //! energy is the largest intermediate. Used through [`super::Alignment`].
 

@@ -1,7 +1,7 @@
 //! Luong multiplicative attention scores (Luong et al. 2015):
 //!
 //! - dot:     `score(h_t, h̄_s) = h_tᵀ h̄_s`
-//! - general: `score(h_t, h̄_s) = (W_a h_t)ᵀ h̄_s`  (the seed applies `W` with its bias to the query)
+//! - general: `score(h_t, h̄_s) = (W_a h_t)ᵀ h̄_s`  (the "Attention Mechanisms" tutorial applies `W` with its bias to the query)
 //! - concat:  `score(h_t, h̄_s) = v_aᵀ tanh(W_a [h_t; h̄_s])`, computed as
 //!   `v_aᵀ tanh(W_q h_t + W_s h̄_s + b)` with `W_a = [W_q W_s]`, so `[h_t; h̄_s]` is never built.
 //!

@@ -403,11 +403,15 @@ impl Checkpoint {
             source: vocab.source.reindexed().map_err(damaged)?,
             target: vocab.target.reindexed().map_err(damaged)?,
         };
-        let state: TrainState = if trained {
+        let mut state: TrainState = if trained {
             read_json(&dir.join("state.json"))?
         } else {
             TrainState::default()
         };
+        state.param_ids = std::mem::take(&mut state.param_ids)
+            .into_iter()
+            .map(|(name, id)| (current_name(name), id))
+            .collect();
         let (source, target) = model_sizes(&model);
         if (source, target) != (vocab.source.len(), vocab.target.len()) {
             return Err(Error::Input(format!(
@@ -637,30 +641,42 @@ impl Checkpoint {
     }
 }
 
-/// How RNN weights saved before the decoder's attention became one module
-/// ([`DecoderAttention`](attnzoo_models::seq2seq::DecoderAttention)) name their tensors, and
-/// their names now: such checkpoints still load.
-const RNN_ATTENTION_RENAMES: [(&str, &str); 4] = [
+/// How RNN parameters saved before the decoder's attention became one module
+/// ([`DecoderAttention`](attnzoo_models::seq2seq::DecoderAttention)) begin their names, and how
+/// those names begin now: such checkpoints still load and resume.
+const RNN_ATTENTION_RENAMES: [(&str, &str); 5] = [
     (
-        r"^Rnn\.attention\.Additive\.",
+        "Rnn.attention.Additive.",
         "Rnn.attention.Bahdanau.Additive.",
     ),
     (
-        r"^Rnn\.attention\.Luong\.(weight|score_proj)\.",
-        "Rnn.attention.Luong.alignment.Luong.$1.",
+        "Rnn.attention.Luong.weight.",
+        "Rnn.attention.Luong.alignment.Luong.weight.",
     ),
     (
-        r"^Rnn\.attention\.Location\.",
+        "Rnn.attention.Luong.score_proj.",
+        "Rnn.attention.Luong.alignment.Luong.score_proj.",
+    ),
+    (
+        "Rnn.attention.Location.",
         "Rnn.attention.Luong.alignment.Location.",
     ),
-    (r"^Rnn\.combine\.", "Rnn.attention.Luong.combine."),
+    ("Rnn.combine.", "Rnn.attention.Luong.combine."),
 ];
+
+/// A parameter's name today, given the name it was saved under.
+fn current_name(saved: String) -> String {
+    RNN_ATTENTION_RENAMES
+        .iter()
+        .find_map(|(old, new)| saved.strip_prefix(old).map(|rest| format!("{new}{rest}")))
+        .unwrap_or(saved)
+}
 
 /// A store reading a weights file's bytes, under today's tensor names.
 fn weights_store(bytes: Vec<u8>) -> SafetensorsStore {
     RNN_ATTENTION_RENAMES.iter().fold(
         SafetensorsStore::from_bytes(Some(bytes)),
-        |store, (old, new)| store.with_key_remapping(old, *new),
+        |store, (old, new)| store.with_key_remapping(format!("^{}", old.replace('.', r"\.")), *new),
     )
 }
 
@@ -816,7 +832,7 @@ mod tests {
     }
 
     #[test]
-    fn rnn_weights_saved_under_the_old_attention_names_still_load() {
+    fn rnn_checkpoints_saved_under_the_old_attention_names_still_load() {
         let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
         let old_names = [
             (
@@ -848,5 +864,9 @@ mod tests {
                 largest_difference(&logits(&model, &device), &logits(&loaded, &device));
             assert_eq!(difference, 0.0, "{score:?}");
         }
+        // state.json's parameter ids, keyed by name, are renamed the same way.
+        let renamed = current_name("Rnn.combine.weight".into());
+        assert_eq!(renamed, "Rnn.attention.Luong.combine.weight");
+        assert_eq!(current_name(renamed.clone()), renamed, "today's names stay");
     }
 }

@@ -101,6 +101,11 @@ impl Args {
     }
 }
 
+/// An option's id with the value asked for and the run's own, as text.
+fn setting(id: &str, ours: impl ToString, theirs: impl ToString) -> (&str, String, String) {
+    (id, ours.to_string(), theirs.to_string())
+}
+
 impl Args {
     /// With `--resume`, the options in `given` (ids of those on the command line) whose value
     /// differs from the run's own, as `--flag value (the run's: value)`. A resumed run keeps its
@@ -109,42 +114,22 @@ impl Args {
         let spec = self.spec();
         let (ours, theirs) = (&spec.config, &run.train);
         let settings = [
-            (
-                "batch_size",
-                ours.batch_size.to_string(),
-                theirs.batch_size.to_string(),
-            ),
-            (
-                "learning_rate",
-                ours.learning_rate.to_string(),
-                theirs.learning_rate.to_string(),
-            ),
-            (
-                "warmup_steps",
-                ours.warmup_steps.to_string(),
-                theirs.warmup_steps.to_string(),
-            ),
-            (
+            setting("batch_size", ours.batch_size, theirs.batch_size),
+            setting("learning_rate", ours.learning_rate, theirs.learning_rate),
+            setting("warmup_steps", ours.warmup_steps, theirs.warmup_steps),
+            setting(
                 "teacher_forcing",
-                ours.teacher_forcing.to_string(),
-                theirs.teacher_forcing.to_string(),
+                ours.teacher_forcing,
+                theirs.teacher_forcing,
             ),
-            (
+            setting(
                 "label_smoothing",
-                ours.label_smoothing.to_string(),
-                theirs.label_smoothing.to_string(),
+                ours.label_smoothing,
+                theirs.label_smoothing,
             ),
-            (
-                "bpe",
-                ours.bpe_vocab.to_string(),
-                theirs.bpe_vocab.to_string(),
-            ),
-            (
-                "lexicon",
-                ours.lexicon_per_epoch.to_string(),
-                theirs.lexicon_per_epoch.to_string(),
-            ),
-            ("seed", ours.seed.to_string(), theirs.seed.to_string()),
+            setting("bpe", ours.bpe_vocab, theirs.bpe_vocab),
+            setting("lexicon", ours.lexicon_per_epoch, theirs.lexicon_per_epoch),
+            setting("seed", ours.seed, theirs.seed),
         ];
         let flag = |id: &str| format!("--{}", id.replace('_', "-"));
         let mut found: Vec<String> = settings

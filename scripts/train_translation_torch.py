@@ -20,8 +20,9 @@ both sides train from scratch on identical token ids. The run reproduces `attnzo
 - model: pre-norm Transformer encoder-decoder with final LayerNorms, sinusoidal positions,
   √d_model-scaled embeddings, dropout on embeddings, sublayer outputs and inside the ReLU
   feed-forward (none on attention weights, as attnzoo), separate embeddings, output Linear or
-  tied to the target embedding (`tied_output`); default PyTorch initialisation, which draws
-  from the same distributions as Burn's defaults (Linear U(±1/√fan_in), Embedding N(0, 1));
+  tied to the target embedding (`tied_output`); embeddings drawn from N(0, 1/d_model) as
+  attnzoo's, the rest PyTorch's default initialisation, which draws from the same
+  distributions as Burn's defaults (Linear U(±1/√fan_in));
 - training: Adam (β 0.9/0.999, ε 1e-5: Burn's defaults), linear warmup then lr·√(warmup/step),
   label-smoothed cross-entropy ignoring <pad>, gradient clipping to L2 norm `clip_norm` per
   parameter tensor (Burn clips each tensor, not the global norm);
@@ -316,6 +317,8 @@ class TransformerSeq2Seq(nn.Module):
         self.decoder_norm = nn.LayerNorm(d)
         self.output = None if c.get("tied_output", False) else nn.Linear(d, c["target_vocab"])
         self.dropout = nn.Dropout(c["dropout"])
+        for embedding in (self.source_embedding, self.target_embedding):
+            nn.init.normal_(embedding.weight, 0.0, d ** -0.5)
 
     def embed(self, embedding, tokens, offset=0):
         x = embedding(tokens) * math.sqrt(self.d_model)

@@ -237,6 +237,8 @@ fn numeric_options_are_checked_where_they_are_parsed() {
         ("--max-minutes", "inf"),
         ("--train-limit", "0"),
         ("--hidden", "0"),
+        ("--dropout", "1"),
+        ("--dropout", "nan"),
         ("--epochs", "0"),
         ("--epochs", "many"),
         ("--warmup-steps", "-1"),

@@ -27,8 +27,13 @@ pub fn probability(text: &str) -> Result<f64, String> {
 }
 
 /// A fraction in `[0, 1)`.
-pub fn fraction_below_one(text: &str) -> Result<f32, String> {
-    validate::fraction_below_one(number(text)?).map(|value| value as f32)
+pub fn fraction_below_one(text: &str) -> Result<f64, String> {
+    validate::fraction_below_one(number(text)?)
+}
+
+/// A fraction in `[0, 1)`, as the `f32` of label smoothing.
+pub fn fraction_below_one_f32(text: &str) -> Result<f32, String> {
+    fraction_below_one(text).map(|value| value as f32)
 }
 
 /// A count of at least 1.

@@ -28,6 +28,9 @@ pub struct Args {
     /// Transformer layers, in the encoder and in the decoder
     #[arg(long, default_value_t = TrainSpec::default().layers, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     layers: usize,
+    /// Dropout probability, in [0, 1) [default: 0.2 for the RNN, 0.1 for the Transformer]
+    #[arg(long, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
+    dropout: Option<f64>,
     /// Epochs (with --resume: the new total) [default: 30]
     #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     epochs: Option<usize>,
@@ -50,7 +53,7 @@ pub struct Args {
     #[arg(long, default_value_t = TrainConfig::new().warmup_steps, allow_negative_numbers = true)]
     warmup_steps: usize,
     /// Label smoothing, in [0, 1)
-    #[arg(long, default_value_t = TrainConfig::new().label_smoothing, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = TrainConfig::new().label_smoothing, value_parser = parse::fraction_below_one_f32, allow_hyphen_values = true)]
     label_smoothing: f32,
     /// Split words into subwords: a byte-pair-encoding vocabulary of this many tokens per
     /// language (0: whole words, those seen at least twice)
@@ -92,6 +95,7 @@ impl Args {
             attention: self.attention,
             hidden: self.hidden,
             layers: self.layers,
+            dropout: self.dropout,
             config,
             epochs: self.epochs,
             resume: self.resume,
@@ -138,7 +142,7 @@ impl Args {
             .map(|(id, ours, theirs)| format!("{} {ours} (the run's: {theirs})", flag(id)))
             .collect();
         let model = spec.model_config(run.vocab.source.len(), run.vocab.target.len());
-        let shaping: Vec<String> = ["model", "attention", "hidden", "layers"]
+        let shaping: Vec<String> = ["model", "attention", "hidden", "layers", "dropout"]
             .into_iter()
             .filter(|id| given.iter().any(|g| g == id))
             .map(flag)

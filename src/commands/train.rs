@@ -28,9 +28,9 @@ pub struct Args {
     /// Transformer layers, in the encoder and in the decoder
     #[arg(long, default_value_t = TrainSpec::default().layers, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     layers: usize,
-    /// Dropout probability, in [0, 1) [default: 0.2 for the RNN, 0.1 for the Transformer]
-    #[arg(long, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
-    dropout: Option<f64>,
+    /// Dropout probability, in [0, 1)
+    #[arg(long, default_value_t = TrainSpec::default().dropout, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
+    dropout: f64,
     /// Epochs (with --resume: the new total) [default: 30]
     #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     epochs: Option<usize>,

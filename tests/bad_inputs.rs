@@ -430,6 +430,26 @@ fn files_streams_and_folders_are_checked() {
             "nowhere",
         ),
         case(
+            "eval|--checkpoint|{dir}/model|--pairs|{dir}/nowhere.tsv",
+            2,
+            "nowhere.tsv",
+        ),
+        case(
+            "eval|--checkpoint|{dir}/model|--pairs|{dir}/latin1.txt",
+            2,
+            "latin1.txt",
+        ),
+        case(
+            "eval|--checkpoint|{dir}/model|--pairs|{dir}/corpus/test.tsv|--split|valid",
+            2,
+            "--split",
+        ),
+        case(
+            "eval|--checkpoint|{dir}/model|--pairs|{dir}/corpus/test.tsv",
+            0,
+            "",
+        ),
+        case(
             "attend|--checkpoint|{dir}/model|--out|{dir}/maps|",
             2,
             "empty",

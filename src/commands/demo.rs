@@ -1,11 +1,12 @@
-//! `attnzoo demo`: fetch → train for a few minutes → test BLEU → five translations → heatmaps.
+//! `attnzoo demo`: fetch → train for a few minutes → test BLEU → everyday and test translations →
+//! heatmaps.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use attnzoo::home_cache;
 use attnzoo::translation::checkpoint::Checkpoint;
-use attnzoo::translation::corpus::{self, find_corpus, read_split, Pair, Split};
+use attnzoo::translation::corpus::{self, everyday, find_corpus, read_split, Pair, Split};
 use attnzoo::translation::metrics::corpus_chrf;
 use attnzoo::translation::train::TrainConfig;
 use attnzoo::translation::{trainer, DecodeConfig, ModelKind, TrainSpec, Translator};
@@ -92,20 +93,30 @@ pub fn run(args: Args) -> Result<()> {
         scored.bleu,
         scored.chrf
     ))?;
+    let everyday = everyday();
+    let everyday_scored = translator.evaluate(&everyday, &DecodeConfig::default())?;
+    out.line(format!(
+        "everyday sentences outside the corpus (data/everyday.tsv), {} pairs: {}, chrF2 = {:.2}",
+        everyday.len(),
+        everyday_scored.bleu,
+        everyday_scored.chrf
+    ))?;
+    out.line("")?;
+    print_examples(
+        &mut out,
+        "the first five everyday sentences",
+        everyday.iter().zip(&everyday_scored.hypotheses),
+    )?;
     let short: Vec<(&Pair, &String)> = test
         .iter()
         .zip(&scored.hypotheses)
         .filter(|(pair, _)| pair.german.split_whitespace().count() <= SHORT)
         .collect();
-    out.line(format!(
-        "\nthe first five test sentences of at most {SHORT} words:"
-    ))?;
-    for (pair, translation) in short.iter().take(5) {
-        out.line(format!(
-            "DE   {}\nREF  {}\nOURS {translation}\n",
-            pair.german, pair.english
-        ))?;
-    }
+    print_examples(
+        &mut out,
+        &format!("the first five test sentences of at most {SHORT} words"),
+        short.iter().copied(),
+    )?;
     let mut best: Option<(f64, &Pair)> = None;
     for (pair, translation) in &short {
         let chrf = corpus_chrf(
@@ -133,4 +144,20 @@ pub fn run(args: Args) -> Result<()> {
         args.out.display()
     ))?;
     out.finish()
+}
+
+/// The first five of `translated` under `title`: German, reference, ours.
+fn print_examples<'a>(
+    out: &mut Stdout,
+    title: &str,
+    translated: impl Iterator<Item = (&'a Pair, &'a String)>,
+) -> Result<()> {
+    out.line(format!("{title}:"))?;
+    for (pair, translation) in translated.take(5) {
+        out.line(format!(
+            "DE   {}\nREF  {}\nOURS {translation}\n",
+            pair.german, pair.english
+        ))?;
+    }
+    Ok(())
 }

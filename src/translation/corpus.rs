@@ -223,34 +223,51 @@ fn is_complete(dir: &Path) -> bool {
 
 /// Reads one split.
 pub fn read_split(dir: &Path, split: Split) -> Result<Vec<Pair>> {
-    read_pairs(&dir.join(split.file_name()))
+    read_corpus_file(&dir.join(split.file_name()))
 }
 
 /// Reads the word and phrase pairs of the [`LEXICON`].
 pub fn read_lexicon(dir: &Path) -> Result<Vec<Pair>> {
-    read_pairs(&dir.join(LEXICON))
+    read_corpus_file(&dir.join(LEXICON))
 }
 
-/// Reads `german<TAB>english` lines.
-fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
-    let text = fs::read_to_string(path).map_err(|error| {
-        Error::Input(format!(
-            "cannot read {}: {error} (run `attnzoo data fetch`)",
-            path.display()
-        ))
-    })?;
+/// A file of the fetched corpus; when it is missing, the error says how to fetch it.
+fn read_corpus_file(path: &Path) -> Result<Vec<Pair>> {
+    read_pairs(path).map_err(|error| match path.exists() {
+        true => error,
+        false => Error::Input(format!("{error} (run `attnzoo data fetch`)")),
+    })
+}
+
+/// Reads a file of `german<TAB>english` lines.
+pub fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
+    let text = fs::read_to_string(path)
+        .map_err(|error| Error::Input(format!("cannot read {}: {error}", path.display())))?;
+    parse_pairs(&text, &path.display().to_string())
+}
+
+/// `german<TAB>english` lines of `text`, read from `origin` (for the error).
+fn parse_pairs(text: &str, origin: &str) -> Result<Vec<Pair>> {
     text.lines()
         .enumerate()
         .map(|(number, line)| {
-            let (german, english) = line.split_once('\t').ok_or_else(|| {
-                Error::Input(format!("{}:{}: no tab", path.display(), number + 1))
-            })?;
+            let (german, english) = line
+                .split_once('\t')
+                .ok_or_else(|| Error::Input(format!("{origin}:{}: no tab", number + 1)))?;
             Ok(Pair {
                 german: german.into(),
                 english: english.into(),
             })
         })
         .collect()
+}
+
+/// Forty everyday sentences ("Wo ist der Bahnhof?") with our own translations, none of them a
+/// sentence of the corpus or an entry of the lexicon: what a visitor asks, to see what a model
+/// does outside the dictionary's examples (`data/everyday.tsv`).
+pub fn everyday() -> Vec<Pair> {
+    parse_pairs(include_str!("../../data/everyday.tsv"), "data/everyday.tsv")
+        .expect("data/everyday.tsv is german<TAB>english lines (a unit test reads it)")
 }
 
 /// `attnzoo data fetch`: downloads the package, extracts the dictionary and writes the splits.
@@ -391,6 +408,24 @@ mod tests {
             ["Katze"],
             "the sentence pair of line 2 is not lexicon either"
         );
+    }
+
+    #[test]
+    fn the_everyday_sentences_are_forty_distinct_pairs() {
+        let pairs = everyday();
+        assert_eq!(pairs.len(), 40);
+        assert!(pairs
+            .iter()
+            .all(|p| is_sentence(&p.german) || p.german.split_whitespace().count() < 3));
+        assert!(pairs.iter().all(|p| !p.english.trim().is_empty()));
+        let german: HashSet<&str> = pairs.iter().map(|p| p.german.as_str()).collect();
+        assert_eq!(german.len(), pairs.len());
+    }
+
+    #[test]
+    fn a_pairs_file_without_a_tab_names_its_line() {
+        let error = parse_pairs("Ja.\tYes.\nNein. No.\n", "mine.tsv").unwrap_err();
+        assert_eq!(error.to_string(), "mine.tsv:2: no tab");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use crate::debian;
 use crate::error::{Error, Result};
-use crate::files::write_atomically;
+use crate::files::{read_file_lines, write_atomically};
 use crate::home_cache;
 
 /// A German sentence and its English translation.
@@ -241,14 +241,16 @@ fn read_corpus_file(path: &Path) -> Result<Vec<Pair>> {
 
 /// Reads a file of `german<TAB>english` lines.
 pub fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
-    let text = fs::read_to_string(path)
-        .map_err(|error| Error::Input(format!("cannot read {}: {error}", path.display())))?;
-    parse_pairs(&text, &path.display().to_string())
+    let lines = read_file_lines(path)?;
+    parse_pairs(
+        lines.iter().map(String::as_str),
+        &path.display().to_string(),
+    )
 }
 
-/// `german<TAB>english` lines of `text`, read from `origin` (for the error).
-fn parse_pairs(text: &str, origin: &str) -> Result<Vec<Pair>> {
-    text.lines()
+/// `german<TAB>english` lines, read from `origin` (for the error).
+fn parse_pairs<'a>(lines: impl Iterator<Item = &'a str>, origin: &str) -> Result<Vec<Pair>> {
+    lines
         .enumerate()
         .map(|(number, line)| {
             let (german, english) = line
@@ -266,7 +268,8 @@ fn parse_pairs(text: &str, origin: &str) -> Result<Vec<Pair>> {
 /// sentence of the corpus or an entry of the lexicon: what a visitor asks, to see what a model
 /// does outside the dictionary's examples (`data/everyday.tsv`).
 pub fn everyday() -> Vec<Pair> {
-    parse_pairs(include_str!("../../data/everyday.tsv"), "data/everyday.tsv")
+    let text = include_str!("../../data/everyday.tsv");
+    parse_pairs(text.lines(), "data/everyday.tsv")
         .expect("data/everyday.tsv is german<TAB>english lines (a unit test reads it)")
 }
 
@@ -424,7 +427,7 @@ mod tests {
 
     #[test]
     fn a_pairs_file_without_a_tab_names_its_line() {
-        let error = parse_pairs("Ja.\tYes.\nNein. No.\n", "mine.tsv").unwrap_err();
+        let error = parse_pairs("Ja.\tYes.\nNein. No.\n".lines(), "mine.tsv").unwrap_err();
         assert_eq!(error.to_string(), "mine.tsv:2: no tab");
     }
 

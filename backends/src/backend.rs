@@ -224,6 +224,22 @@ impl Backend {
     }
 }
 
+/// Whether `device` (or the device an autodiff device wraps) belongs to a pure-Rust CPU backend,
+/// flex or ndarray: those run most of their kernels on one thread, where LibTorch and the GPUs
+/// spread each op over many.
+#[allow(deprecated, unused_variables)] // burn-ndarray is deprecated in Burn 0.22 but still supported.
+pub fn runs_ops_on_one_thread(device: &Device) -> bool {
+    #[cfg(feature = "flex")]
+    if *device == Device::flex() || *device == Device::flex().autodiff() {
+        return true;
+    }
+    #[cfg(feature = "ndarray")]
+    if *device == Device::ndarray() || *device == Device::ndarray().autodiff() {
+        return true;
+    }
+    false
+}
+
 #[cfg(feature = "wgpu")]
 fn wgpu_kind(spec: DeviceSpec) -> Option<burn::tensor::DeviceKind> {
     use burn::tensor::DeviceKind;
@@ -300,6 +316,22 @@ mod tests {
                 "{message}"
             );
             assert!(!message.contains('\n'), "one line: {message}");
+        }
+    }
+
+    #[test]
+    fn only_the_pure_rust_cpu_backends_run_ops_on_one_thread() {
+        for backend in Backend::ALL.into_iter().filter(|b| b.is_compiled()) {
+            let Ok(device) = backend.device(DeviceSpec::Default) else {
+                continue;
+            };
+            let expected = matches!(backend, Backend::Flex | Backend::Ndarray);
+            assert_eq!(runs_ops_on_one_thread(&device), expected, "{backend:?}");
+            assert_eq!(
+                runs_ops_on_one_thread(&device.autodiff()),
+                expected,
+                "{backend:?}"
+            );
         }
     }
 

@@ -15,7 +15,7 @@ mod probe;
 mod spec;
 mod testing;
 
-pub use backend::{Backend, BackendError, DeviceArgs};
+pub use backend::{runs_ops_on_one_thread, Backend, BackendError, DeviceArgs};
 pub use probe::{probe, probe_all, Probe};
 pub use spec::DeviceSpec;
 pub use testing::{test_devices, TestDevice};

@@ -12,11 +12,12 @@ use std::time::Instant;
 use attnzoo_models::seq2seq::Seq2Seq;
 use burn::config::Config;
 use burn::grad_clipping::GradientClippingConfig;
-use burn::module::Module;
+use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
-use burn::optim::{AdamConfig, GradientsParams};
+use burn::optim::{AdamConfig, GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
 
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
 use super::checkpoint::{Checkpoint, EpochRecord};
@@ -194,6 +195,60 @@ pub fn mean_loss(
     Ok(total / tokens.max(1) as f64)
 }
 
+/// A copy of a model whose parameters are new leaves of the autodiff graph (same ids and values):
+/// each copy builds a graph of its own, and the backward passes of several run at once.
+struct Replica;
+
+impl ModuleMapper for Replica {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        param.map(|tensor| tensor.detach())
+    }
+}
+
+/// One batch's loss per target token, its target tokens and its gradients, computed as up to
+/// `shards` parts at once on rayon's threads (data parallelism). Each part's mean loss is weighted
+/// by its share of the batch's target tokens, so the parts' gradients add up to the whole batch's.
+fn sharded_step(
+    model: &Seq2Seq,
+    loss_fn: &CrossEntropyLoss,
+    examples: &[Example],
+    indices: &[usize],
+    use_gold: &[bool],
+    shards: usize,
+    device: &Device,
+) -> Result<(f64, usize, GradientsParams)> {
+    let total: usize = indices.iter().map(|&i| examples[i].target.len() + 1).sum();
+    let parts: Vec<&[usize]> = indices
+        .chunks(indices.len().div_ceil(shards.max(1)).max(1))
+        .collect();
+    // Made one after another: a new model's lazy parameters are drawn here, in a fixed order.
+    let replicas: Vec<Seq2Seq> = parts
+        .iter()
+        .map(|_| model.clone().map(&mut Replica))
+        .collect();
+    let results: Vec<Result<(f64, GradientsParams)>> = replicas
+        .into_par_iter()
+        .zip(parts)
+        .map(|(replica, part)| {
+            let batch = batch(examples, part, device);
+            let share = batch.target_tokens as f64 / total as f64;
+            let loss = batch_loss(&replica, loss_fn, batch, use_gold)?.mul_scalar(share);
+            let value = loss.clone().into_scalar::<f32>() as f64;
+            Ok((
+                value,
+                GradientsParams::from_grads(loss.backward(), &replica),
+            ))
+        })
+        .collect();
+    let (mut loss, mut grads) = (0.0, GradientsAccumulator::new());
+    for result in results {
+        let (part_loss, part_grads) = result?;
+        loss += part_loss;
+        grads.accumulate(model, part_grads);
+    }
+    Ok((loss, total, grads.grads()))
+}
+
 /// The error that stops a diverging run; the last epoch's checkpoint stays.
 fn diverged(what: String, kept_epoch: usize) -> Error {
     Error::Input(format!(
@@ -224,6 +279,13 @@ pub fn train(
         checkpoint.restore_optimizer(model, optimizer)?
     };
     let loss_fn = loss_function(config.label_smoothing, &train_device);
+    // flex and ndarray run most kernels on one thread: a batch in parts on every core trains them
+    // 1.3–1.7× faster. LibTorch and the GPUs spread each op over their cores already.
+    let shards = if attnzoo_backends::runs_ops_on_one_thread(device) {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
     let budget = max_minutes.map(|minutes| minutes * 60.0);
     let started = Instant::now();
     let seconds_before = state.seconds;
@@ -244,13 +306,23 @@ pub fn train(
                 break;
             }
             trained_batches += 1;
-            let batch = batch(&examples, indices, &train_device);
-            let target_tokens = batch.target_tokens;
-            let use_gold: Vec<bool> = (0..batch.target_in.dims()[1])
+            let longest = indices
+                .iter()
+                .map(|&i| examples[i].target.len() + 1)
+                .max()
+                .unwrap_or(1);
+            let use_gold: Vec<bool> = (0..longest)
                 .map(|_| rng.next_f64() < config.teacher_forcing)
                 .collect();
-            let loss = batch_loss(&model, &loss_fn, batch, &use_gold)?;
-            let loss_value = loss.clone().into_scalar::<f32>() as f64;
+            let (loss_value, target_tokens, grads) = sharded_step(
+                &model,
+                &loss_fn,
+                &examples,
+                indices,
+                &use_gold,
+                shards,
+                &train_device,
+            )?;
             // Twice the loss of guessing uniformly: no model that learns gets there.
             if !(loss_value.is_finite() && loss_value < 2.0 * (model.target_vocab() as f64).ln()) {
                 return Err(diverged(
@@ -261,7 +333,6 @@ pub fn train(
                     state.epoch,
                 ));
             }
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
             state.step += 1;
             model = optimizer.step(config.learning_rate_at(state.step), model, grads);
             loss_sum += loss_value * target_tokens as f64;
@@ -346,6 +417,82 @@ pub fn train(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use attnzoo_backends::{Backend, DeviceSpec};
+    use attnzoo_models::seq2seq::{RnnSeq2SeqConfig, Seq2SeqConfig, TransformerSeq2SeqConfig};
+    use burn::module::ModuleVisitor;
+
+    /// The largest difference between two sets of gradients of one model's parameters.
+    struct LargestDifference<'a>(&'a GradientsParams, &'a GradientsParams, f32);
+
+    impl ModuleVisitor for LargestDifference<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let (a, b) = (self.0.get::<D>(param.id), self.1.get::<D>(param.id));
+            let (a, b) = (a.expect("a gradient"), b.expect("a gradient"));
+            let difference = (a - b).abs().max().into_scalar::<f32>();
+            self.2 = self.2.max(difference);
+        }
+    }
+
+    #[test]
+    fn two_halves_on_two_threads_give_the_whole_batchs_loss_and_gradients() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let train_device = device.clone().autodiff();
+        let examples: Vec<Example> = (0..5)
+            .map(|i| Example {
+                source: (0..2 + i).map(|t| 4 + (t * 3 + i) % 20).collect(),
+                target: (0..4 - i % 3).map(|t| 4 + (t * 7 + i) % 20).collect(),
+            })
+            .collect();
+        let indices: Vec<usize> = (0..examples.len()).collect();
+        let configs = [
+            Seq2SeqConfig::Rnn(
+                RnnSeq2SeqConfig::new(24, 24)
+                    .with_embedding_dim(8)
+                    .with_hidden_dim(8)
+                    .with_dropout(0.0),
+            ),
+            Seq2SeqConfig::Transformer(
+                TransformerSeq2SeqConfig::new(24, 24)
+                    .with_d_model(8)
+                    .with_d_ff(16)
+                    .with_n_heads(2)
+                    .with_encoder_layers(1)
+                    .with_decoder_layers(1)
+                    .with_dropout(0.0),
+            ),
+        ];
+        for config in configs {
+            let model = config.try_init(&train_device).unwrap();
+            let loss_fn = loss_function(0.1, &train_device);
+            let use_gold = [true, false, true, true, false];
+            let whole = batch(&examples, &indices, &train_device);
+            let loss = batch_loss(&model, &loss_fn, whole, &use_gold).unwrap();
+            let loss_value = loss.clone().into_scalar::<f32>() as f64;
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+
+            let (parallel_loss, tokens, parallel_grads) = sharded_step(
+                &model,
+                &loss_fn,
+                &examples,
+                &indices,
+                &use_gold,
+                2,
+                &train_device,
+            )
+            .unwrap();
+            assert_eq!(
+                tokens,
+                examples.iter().map(|e| e.target.len() + 1).sum::<usize>()
+            );
+            assert!(
+                (parallel_loss - loss_value).abs() < 1e-5,
+                "{parallel_loss} vs {loss_value}"
+            );
+            let mut difference = LargestDifference(&grads, &parallel_grads, 0.0);
+            model.visit(&mut difference);
+            assert!(difference.2 < 1e-5, "gradients differ by {}", difference.2);
+        }
+    }
 
     fn example(id: usize) -> Example {
         Example {

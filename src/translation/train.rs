@@ -3,6 +3,12 @@
 //! gradient-norm clipping, length-bucketed batches, validation loss and greedy BLEU each epoch,
 //! a progress bar (indicatif), an atomic checkpoint each epoch, a time budget, a fixed seed.
 //!
+//! On flex and ndarray, whose kernels mostly run on one thread, each batch is cut into one part
+//! per rayon thread, the parts run forward and backward at once on replicas of the model, and
+//! their gradients are added (data parallelism, exact: a test compares them with the whole
+//! batch's). Dropout masks are then drawn in the order the threads ask for them, so such a run is
+//! not repeatable bit for bit.
+//!
 //! Resuming restores the weights, Adam's moment estimates, the step (so the learning-rate
 //! schedule continues), the epoch and the data order.
 

@@ -9,6 +9,7 @@
 use attnzoo_models::seq2seq::Seq2Seq;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Element, Int, Tensor, TensorData};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::vocab::{BOS_ID, EOS_ID, PAD_ID, UNK_ID};
@@ -194,7 +195,8 @@ fn greedy_rows(
 /// Translations (as target ids) of every source: for each, the `n_best` best hypotheses, best
 /// first (greedy search: its one). A source of `|X|` tokens gets at most
 /// [`DecodeConfig::output_limit`]`(|X|, model_limit)` tokens. Greedy search runs 64 sources at a
-/// time, beam search 16.
+/// time, beam search 16; on flex and ndarray, whose kernels mostly run on one thread, those
+/// groups run at once on rayon's threads.
 pub fn decode(
     model: &Seq2Seq,
     sources: &[Vec<usize>],
@@ -203,33 +205,46 @@ pub fn decode(
     device: &Device,
 ) -> Result<Vec<Vec<Hypothesis>>> {
     config.validate()?;
-    let limit = |source: &Vec<usize>| config.output_limit(source.len(), model_limit);
-    let mut outputs = Vec::with_capacity(sources.len());
-    match config.search {
-        Search::Greedy => {
-            for chunk in sources.chunks(64) {
-                let limits: Vec<usize> = chunk.iter().map(limit).collect();
-                let (best, _) = greedy_rows(model, chunk, &limits, false, device)?;
-                outputs.extend(best.into_iter().map(|hypothesis| vec![hypothesis]));
+    let limits = |chunk: &[Vec<usize>]| -> Vec<usize> {
+        chunk
+            .iter()
+            .map(|source| config.output_limit(source.len(), model_limit))
+            .collect()
+    };
+    let translate = |chunk: &[Vec<usize>]| -> Result<Vec<Vec<Hypothesis>>> {
+        match config.search {
+            Search::Greedy => {
+                let (best, _) = greedy_rows(model, chunk, &limits(chunk), false, device)?;
+                Ok(best
+                    .into_iter()
+                    .map(|hypothesis| vec![hypothesis])
+                    .collect())
             }
-        }
-        Search::Beam {
-            size,
-            alpha,
-            n_best,
-        } => {
-            let beam = BeamConfig {
+            Search::Beam {
                 size,
                 alpha,
                 n_best,
-            };
-            for chunk in sources.chunks(16) {
-                let limits: Vec<usize> = chunk.iter().map(limit).collect();
-                outputs.extend(beam_search(model, chunk, &limits, beam, device)?);
+            } => {
+                let beam = BeamConfig {
+                    size,
+                    alpha,
+                    n_best,
+                };
+                beam_search(model, chunk, &limits(chunk), beam, device)
             }
         }
-    }
-    Ok(outputs)
+    };
+    let chunk_size = match config.search {
+        Search::Greedy => 64,
+        Search::Beam { .. } => 16,
+    };
+    let chunks: Vec<&[Vec<usize>]> = sources.chunks(chunk_size).collect();
+    let outputs: Result<Vec<_>> = if attnzoo_backends::runs_ops_on_one_thread(device) {
+        chunks.into_par_iter().map(translate).collect()
+    } else {
+        chunks.into_iter().map(translate).collect()
+    };
+    Ok(outputs?.into_iter().flatten().collect())
 }
 
 /// The best hypothesis' ids of each source's n-best list (empty where there is none).

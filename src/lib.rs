@@ -9,6 +9,7 @@ pub mod files;
 pub mod fonts;
 pub mod heatmap;
 pub mod padding;
+pub mod parallel;
 pub mod sentence_embedding;
 pub mod translation;
 pub mod validate;

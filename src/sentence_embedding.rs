@@ -11,6 +11,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::error::{Error, Result};
 use crate::home_cache;
 use crate::padding::padded;
+use crate::parallel;
 
 /// Where `scripts/fetch-minilm.sh` puts the model unless told otherwise.
 pub fn default_model_dir() -> PathBuf {
@@ -67,7 +68,8 @@ impl SentenceEmbedder {
     }
 
     /// One unit vector per sentence, in input order. Sentences are sorted by length and run in
-    /// batches of `batch_size`, each padded to its longest sentence.
+    /// batches of `batch_size`, each padded to its longest sentence, at once where [`parallel`]
+    /// says so.
     pub fn embed(&self, sentences: &[String], batch_size: usize) -> Result<Vec<Vec<f32>>> {
         if batch_size == 0 {
             return Err(Error::Input("batch size: must be at least 1".into()));
@@ -79,12 +81,14 @@ impl SentenceEmbedder {
             .map_err(|error| Error::Input(format!("tokenizer: {error}")))?;
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
-        let mut embeddings = vec![Vec::new(); encodings.len()];
-        for chunk in order.chunks(batch_size) {
+        let chunks: Vec<&[usize]> = order.chunks(batch_size).collect();
+        let batches = parallel::map_in_order(&self.device, chunks, |chunk| {
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| encodings[i].get_ids()).collect();
-            for (&i, vector) in chunk.iter().zip(self.embed_batch(&batch)?) {
-                embeddings[i] = vector;
-            }
+            self.embed_batch(&batch)
+        })?;
+        let mut embeddings = vec![Vec::new(); encodings.len()];
+        for (&i, vector) in order.iter().zip(batches.into_iter().flatten()) {
+            embeddings[i] = vector;
         }
         Ok(embeddings)
     }

@@ -9,12 +9,12 @@
 use attnzoo_models::seq2seq::Seq2Seq;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Element, Int, Tensor, TensorData};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::vocab::{BOS_ID, EOS_ID, PAD_ID, UNK_ID};
 use crate::error::{Error, Result};
 use crate::padding::padded;
+use crate::parallel;
 use crate::validate;
 
 /// GNMT's length-penalty α, the default of beam search.
@@ -195,8 +195,7 @@ fn greedy_rows(
 /// Translations (as target ids) of every source: for each, the `n_best` best hypotheses, best
 /// first (greedy search: its one). A source of `|X|` tokens gets at most
 /// [`DecodeConfig::output_limit`]`(|X|, model_limit)` tokens. Greedy search runs 64 sources at a
-/// time, beam search 16; on flex and ndarray, whose kernels mostly run on one thread, those
-/// groups run at once on rayon's threads.
+/// time, beam search 16, the groups at once where [`parallel`] says so.
 pub fn decode(
     model: &Seq2Seq,
     sources: &[Vec<usize>],
@@ -239,12 +238,8 @@ pub fn decode(
         Search::Beam { .. } => 16,
     };
     let chunks: Vec<&[Vec<usize>]> = sources.chunks(chunk_size).collect();
-    let outputs: Result<Vec<_>> = if attnzoo_backends::runs_ops_on_one_thread(device) {
-        chunks.into_par_iter().map(translate).collect()
-    } else {
-        chunks.into_iter().map(translate).collect()
-    };
-    Ok(outputs?.into_iter().flatten().collect())
+    let outputs = parallel::map_in_order(device, chunks, translate)?;
+    Ok(outputs.into_iter().flatten().collect())
 }
 
 /// The best hypothesis' ids of each source's n-best list (empty where there is none).

@@ -23,7 +23,6 @@ use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rayon::prelude::*;
 
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
 use super::checkpoint::{Checkpoint, EpochRecord};
@@ -32,6 +31,7 @@ use super::decode::{best, decode, DecodeConfig};
 use super::metrics::corpus_bleu;
 use super::vocab::PAD_ID;
 use crate::error::{Error, Result};
+use crate::parallel;
 
 /// How a model is trained.
 #[derive(Config, Debug)]
@@ -212,7 +212,7 @@ impl ModuleMapper for Replica {
 }
 
 /// One batch's loss per target token, its target tokens and its gradients, computed as up to
-/// `shards` parts at once on rayon's threads (data parallelism). Each part's mean loss is weighted
+/// `shards` parts, at once where [`parallel`] says so (data parallelism). Each part's mean loss is weighted
 /// by its share of the batch's target tokens, so the parts' gradients add up to the whole batch's.
 fn sharded_step(
     model: &Seq2Seq,
@@ -228,27 +228,22 @@ fn sharded_step(
         .chunks(indices.len().div_ceil(shards.max(1)).max(1))
         .collect();
     // Made one after another: a new model's lazy parameters are drawn here, in a fixed order.
-    let replicas: Vec<Seq2Seq> = parts
-        .iter()
-        .map(|_| model.clone().map(&mut Replica))
+    let replicas: Vec<(Seq2Seq, &[usize])> = parts
+        .into_iter()
+        .map(|part| (model.clone().map(&mut Replica), part))
         .collect();
-    let results: Vec<Result<(f64, GradientsParams)>> = replicas
-        .into_par_iter()
-        .zip(parts)
-        .map(|(replica, part)| {
-            let batch = batch(examples, part, device);
-            let share = batch.target_tokens as f64 / total as f64;
-            let loss = batch_loss(&replica, loss_fn, batch, use_gold)?.mul_scalar(share);
-            let value = loss.clone().into_scalar::<f32>() as f64;
-            Ok((
-                value,
-                GradientsParams::from_grads(loss.backward(), &replica),
-            ))
-        })
-        .collect();
+    let results = parallel::map_in_order(device, replicas, |(replica, part)| {
+        let batch = batch(examples, part, device);
+        let share = batch.target_tokens as f64 / total as f64;
+        let loss = batch_loss(&replica, loss_fn, batch, use_gold)?.mul_scalar(share);
+        let value = loss.clone().into_scalar::<f32>() as f64;
+        Ok((
+            value,
+            GradientsParams::from_grads(loss.backward(), &replica),
+        ))
+    })?;
     let (mut loss, mut grads) = (0.0, GradientsAccumulator::new());
-    for result in results {
-        let (part_loss, part_grads) = result?;
+    for (part_loss, part_grads) in results {
         loss += part_loss;
         grads.accumulate(model, part_grads);
     }
@@ -285,13 +280,8 @@ pub fn train(
         checkpoint.restore_optimizer(model, optimizer)?
     };
     let loss_fn = loss_function(config.label_smoothing, &train_device);
-    // flex and ndarray run most kernels on one thread: a batch in parts on every core trains them
-    // 1.3–1.7× faster. LibTorch and the GPUs spread each op over their cores already.
-    let shards = if attnzoo_backends::runs_ops_on_one_thread(device) {
-        rayon::current_num_threads()
-    } else {
-        1
-    };
+    // flex and ndarray gain 1.7× and 1.3× from cutting each batch into parts (docs/MEASUREMENTS.md).
+    let shards = parallel::pieces(device);
     let budget = max_minutes.map(|minutes| minutes * 60.0);
     let started = Instant::now();
     let seconds_before = state.seconds;

@@ -646,6 +646,20 @@ fn stdout_failures_are_errors_and_closed_pipes_end_quietly() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1));
+    // A `/dev/null` opened read-write by the caller (Python's `subprocess.DEVNULL`) is no error.
+    let status = Command::new(env!("CARGO_BIN_EXE_attnzoo"))
+        .args(["translate", "--checkpoint", model.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(
+            std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+                .unwrap(),
+        )
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
 }
 
 /// Waits until `path` holds some text (a training run writes its id into its lock).

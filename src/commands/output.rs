@@ -4,6 +4,7 @@
 
 use std::fmt::Display;
 use std::io::{self, BufWriter, StdoutLock, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The reader of stdout went away: stop quietly.
 #[derive(Debug, thiserror::Error)]
@@ -46,18 +47,24 @@ impl Stdout {
     }
 }
 
-/// Whether stdout was closed when the program started. Rust's runtime then opens `/dev/null` in
-/// its place, read-write, where a shell's `>/dev/null` opens it write-only (Linux: read from
-/// `/proc`; elsewhere never).
+/// Whether stdout was closed when the program started (`>&-`). Rust's runtime then opens
+/// `/dev/null` in its place before `main`, so the descriptor is looked at earlier, from the
+/// executable's initialisers (Linux; elsewhere never). A `/dev/null` the caller opened itself
+/// (`>/dev/null`, Python's `subprocess.DEVNULL`) is an ordinary stdout.
 fn closed_at_start() -> bool {
-    if !cfg!(target_os = "linux") {
-        return false;
-    }
-    let is_null = std::fs::read_link("/proc/self/fd/1").is_ok_and(|path| path == *"/dev/null");
-    let read_write = std::fs::read_to_string("/proc/self/fdinfo/1").is_ok_and(|info| {
-        info.lines()
-            .filter_map(|line| line.strip_prefix("flags:"))
-            .any(|flags| u32::from_str_radix(flags.trim(), 8).is_ok_and(|f| f & 0o3 == 0o2))
-    });
-    is_null && read_write
+    STDOUT_CLOSED_AT_START.load(Ordering::Relaxed)
 }
+
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static RECORD_STDOUT_AT_START: extern "C" fn() = {
+    extern "C" fn record() {
+        // SAFETY: F_GETFD only reads the descriptor's flags; -1 means there is no descriptor 1.
+        let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+        STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+    }
+    record
+};

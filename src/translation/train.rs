@@ -212,8 +212,9 @@ impl ModuleMapper for Replica {
 }
 
 /// One batch's loss per target token, its target tokens and its gradients, computed as up to
-/// `shards` parts, at once where [`parallel`] says so (data parallelism). Each part's mean loss is weighted
-/// by its share of the batch's target tokens, so the parts' gradients add up to the whole batch's.
+/// `shards` parts, at once where [`parallel`] says so (data parallelism). Each part's mean loss
+/// is weighted by its share of the batch's target tokens, so the parts' gradients add up to the
+/// whole batch's.
 fn sharded_step(
     model: &Seq2Seq,
     loss_fn: &CrossEntropyLoss,

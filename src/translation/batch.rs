@@ -15,6 +15,14 @@ pub struct Example {
     pub target: Vec<usize>,
 }
 
+impl Example {
+    /// Target tokens the loss counts (`y_1 … y_n <eos>`), as many as the decoder's inputs
+    /// (`<bos> y_1 … y_n`).
+    pub fn target_tokens(&self) -> usize {
+        self.target.len() + 1
+    }
+}
+
 /// The tensors of one batch.
 #[derive(Clone, Debug)]
 pub struct Batch {

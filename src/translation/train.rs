@@ -224,7 +224,7 @@ fn sharded_step(
     shards: usize,
     device: &Device,
 ) -> Result<(f64, usize, GradientsParams)> {
-    let total: usize = indices.iter().map(|&i| examples[i].target.len() + 1).sum();
+    let total: usize = indices.iter().map(|&i| examples[i].target_tokens()).sum();
     let parts: Vec<&[usize]> = indices
         .chunks(indices.len().div_ceil(shards.max(1)).max(1))
         .collect();
@@ -305,7 +305,7 @@ pub fn train(
             trained_batches += 1;
             let longest = indices
                 .iter()
-                .map(|&i| examples[i].target.len() + 1)
+                .map(|&i| examples[i].target_tokens())
                 .max()
                 .unwrap_or(1);
             let use_gold: Vec<bool> = (0..longest)

@@ -195,6 +195,17 @@ fn numeric_options_are_checked_where_they_are_parsed() {
             "--max-len-ratio",
         ),
         case(&format!("{translate}|--max-len-ratio|0.5"), 0, ""),
+        case(
+            &format!("{translate}|--no-repeat-ngram|-1"),
+            2,
+            "--no-repeat-ngram",
+        ),
+        case(
+            &format!("{translate}|--no-repeat-ngram|2.5"),
+            2,
+            "--no-repeat-ngram",
+        ),
+        case(&format!("{translate}|--no-repeat-ngram|2"), 0, ""),
         case(&format!("{translate}|--backend|foo"), 2, "foo"),
         case(&format!("{translate}|--device|tpu"), 2, "tpu"),
         case(&format!("{translate}|--device|cuda:x"), 2, "cuda:x"),

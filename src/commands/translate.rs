@@ -23,6 +23,9 @@ pub struct DecodeArgs {
     /// Longest output as a multiple of the source length (plus 5)
     #[arg(long, default_value_t = DecodeConfig::default().max_len_ratio, value_parser = parse::positive, allow_hyphen_values = true)]
     pub max_len_ratio: f64,
+    /// Never produce an n-gram of this many target tokens twice (0: allow repeats)
+    #[arg(long, default_value_t = DecodeConfig::default().no_repeat_ngram, allow_negative_numbers = true)]
+    pub no_repeat_ngram: usize,
 }
 
 impl DecodeArgs {
@@ -39,6 +42,7 @@ impl DecodeArgs {
         DecodeConfig {
             search,
             max_len_ratio: self.max_len_ratio,
+            no_repeat_ngram: self.no_repeat_ngram,
         }
     }
 }

@@ -131,9 +131,8 @@ impl Translator {
     }
 
     /// The greedy translation of `sentence` and the attention behind it, both cut at
-    /// [`MAX_HEATMAP_TOKENS`] (with a message on stderr); `config` gives the length rule.
+    /// [`MAX_HEATMAP_TOKENS`] (with a message on stderr); `config` gives the length and repetition rules.
     pub fn attend(&self, sentence: &str, config: &DecodeConfig) -> Result<Attention> {
-        config.validate()?;
         let max_len = self.checkpoint.max_source_len().min(MAX_HEATMAP_TOKENS);
         let source = self.source_ids(sentence, 1, max_len);
         if source.is_empty() {
@@ -142,8 +141,7 @@ impl Translator {
             ));
         }
         let model_limit = self.checkpoint.max_output_len().min(MAX_HEATMAP_TOKENS);
-        let limit = config.output_limit(source.len(), model_limit);
-        let (ids, maps) = attend(&self.model, &source, limit, &self.device)?;
+        let (ids, maps) = attend(&self.model, &source, config, model_limit, &self.device)?;
         if maps.is_empty() {
             return Err(Error::Input(
                 "this model has no attention (the no-attention baseline)".into(),

@@ -1,15 +1,20 @@
-//! Exact attention at long sequence lengths with the chunked (memory-efficient) path, reporting
-//! time and the process's peak resident memory.
+//! Exact attention at long sequence lengths without a `T × T` score matrix, reporting time and
+//! the process's peak resident memory. `scripts/memory_efficient_torch.py` is the same in PyTorch.
 //!
-//!     cargo run --release --example memory_efficient -- [--len 16384] [--backend ndarray]
+//!     cargo run --release --example memory_efficient -- [--len 16384] [--causal] [--fused] [--backend tch]
 //!
 //! Shapes: batch 1, 8 heads of 64. The dense path would hold an 8 × T × T score matrix
-//! (8 GiB at T = 16384); the chunked path holds 8 × 512 × 512 scores at a time.
+//! (8 GiB at T = 16384). The chunked path (the default) holds 8 × 512 × 512 scores at a time on
+//! every backend and skips the blocks a causal mask hides. `--fused` runs Burn's fused attention
+//! op instead: PyTorch's `scaled_dot_product_attention` on tch and a flash kernel on flex, both in
+//! O(T) memory; on ndarray and wgpu it materialises the scores.
 
 use std::time::Instant;
 
 use attnzoo_backends::DeviceArgs;
-use attnzoo_models::attention::{AttentionImpl, AttentionInput, ScaledDotProductConfig};
+use attnzoo_models::attention::{
+    AttentionImpl, AttentionInput, KeyPattern, ScaledDotProductConfig,
+};
 use burn::tensor::{Distribution, Tensor};
 use clap::Parser;
 
@@ -18,6 +23,12 @@ struct Args {
     /// Sequence length T.
     #[arg(long, default_value_t = 16384)]
     len: usize,
+    /// Each query attends to itself and the keys before it.
+    #[arg(long)]
+    causal: bool,
+    /// Burn's fused attention op instead of the chunked path.
+    #[arg(long)]
+    fused: bool,
     #[command(flatten)]
     device: DeviceArgs,
 }
@@ -42,8 +53,17 @@ fn main() {
     let q = Tensor::<4>::random(shape, Distribution::Default, &device);
     let k = Tensor::<4>::random(shape, Distribution::Default, &device);
     let v = Tensor::<4>::random(shape, Distribution::Default, &device);
+    let (path, implementation) = match args.fused {
+        true => ("fused", AttentionImpl::Fused),
+        false => ("chunked", AttentionImpl::CHUNKED),
+    };
+    let (mask, pattern) = match args.causal {
+        true => ("causal", KeyPattern::Causal),
+        false => ("full", KeyPattern::Full),
+    };
     let attention = ScaledDotProductConfig::new()
-        .with_implementation(AttentionImpl::CHUNKED)
+        .with_pattern(pattern)
+        .with_implementation(implementation)
         .try_init()
         .unwrap();
     let start = Instant::now();
@@ -53,7 +73,7 @@ fn main() {
         .context;
     let checksum: f32 = context.sum().into_scalar();
     println!(
-        "{backend}: T={} chunked exact attention in {:.1} s, checksum {checksum:.3}, peak RSS {:.0} MiB",
+        "{backend}: T={} {mask} exact attention, {path}, in {:.1} s, checksum {checksum:.3}, peak RSS {:.0} MiB",
         args.len,
         start.elapsed().as_secs_f64(),
         peak_rss_mib().unwrap_or(f64::NAN)

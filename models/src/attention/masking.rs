@@ -134,6 +134,10 @@ impl KeyPattern {
         keys: Range<usize>,
         device: &Device,
     ) -> Option<Tensor<2, Bool>> {
+        if *self == KeyPattern::Full {
+            // Nothing to look at: a `[T, T]` host mask would cost O(T²) time and memory.
+            return None;
+        }
         let shape = [queries.len(), keys.len()];
         let masked: Vec<bool> = queries
             .flat_map(|i| keys.clone().map(move |j| !self.allows(i, j)))

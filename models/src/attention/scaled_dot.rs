@@ -315,16 +315,31 @@ impl ScaledDotProduct {
 
     /// Burn's fused op works on `[batch, heads, len, width]`; queries whose keys are all masked
     /// are zeroed afterwards (the fused kernels average or give NaN there).
+    ///
+    /// A causal pattern alone, over as many queries as keys from position 0, is the op's own
+    /// `is_causal` (every backend agrees on it there): no `[q_len, k_len]` mask is built, so
+    /// tch (PyTorch's SDPA) and flex (its flash kernel) attend at any length in O(T) memory.
     fn fused<const D: usize>(&self, input: AttentionInput<D>) -> Tensor<D> {
         let (q_len, k_len) = input.lengths();
         let q_dims = input.query.dims();
         let d_v = input.value.dims()[D - 1];
         let scale = self.scale_for(q_dims[D - 1]);
-        let mask = self.full_mask(&input);
+        let is_causal = self.pattern == KeyPattern::Causal
+            && input.mask.is_none()
+            && input.query_offset == 0
+            && q_len == k_len;
+        let mask = if is_causal {
+            None
+        } else {
+            self.full_mask(&input)
+        };
         let device = input.query.device();
+        // `[.., heads, rows, cols]` keeps its last three axes, so `[batch, heads, len, width]`
+        // (multi-head attention) reaches the op as it is, without a copy.
         let to_4d = |dims: [usize; D], rows: usize, cols: usize| -> [usize; 4] {
-            let batch: usize = dims[..D - 2].iter().product();
-            [batch, 1, rows, cols]
+            let heads = if D > 2 { dims[D - 3] } else { 1 };
+            let batch: usize = dims[..D.saturating_sub(3)].iter().product();
+            [batch, heads, rows, cols]
         };
         let k_dims = input.key.dims();
         let mut score_dims = q_dims;
@@ -352,7 +367,7 @@ impl ScaledDotProduct {
             AttentionModuleOptions {
                 scale: Some(scale),
                 softcap: None,
-                is_causal: false,
+                is_causal,
             },
         );
         let mut out_dims = q_dims;
@@ -369,6 +384,35 @@ impl ScaledDotProduct {
 mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
+
+    #[test]
+    fn fused_causal_attention_equals_dense_with_and_without_a_cache_offset() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        device.seed(3);
+        let random = |len: usize| {
+            Tensor::<4>::random([2, 3, len, 8], burn::tensor::Distribution::Default, &device)
+        };
+        let run = |implementation, q_len: usize, offset: usize| {
+            let attention = ScaledDotProductConfig::new()
+                .with_pattern(KeyPattern::Causal)
+                .with_implementation(implementation)
+                .try_init()
+                .unwrap();
+            let (q, k, v) = (random(q_len), random(6), random(6));
+            let input = AttentionInput::new(q, k, v).query_offset(offset);
+            (attention, input)
+        };
+        // Queries as long as the keys from 0 (the op's `is_causal`), and the last two queries
+        // after four cached keys (a mask).
+        for (q_len, offset) in [(6, 0), (2, 4)] {
+            let (dense, input) = run(AttentionImpl::Dense, q_len, offset);
+            let (fused, _) = run(AttentionImpl::Fused, q_len, offset);
+            let expected = dense.forward(input.clone()).unwrap().context;
+            let actual = fused.forward(input).unwrap().context;
+            let error: f32 = (actual - expected).abs().max().into_scalar();
+            assert!(error < 1e-6, "q_len {q_len}, offset {offset}: {error}");
+        }
+    }
 
     #[test]
     fn mismatched_shapes_are_errors_that_name_them() {

@@ -344,19 +344,29 @@ impl ScaledDotProduct {
         let k_dims = input.key.dims();
         let mut score_dims = q_dims;
         score_dims[D - 1] = k_len;
+        // A bias of every score axis but the heads (`[batch, 1, q_len, k_len]` for a padding
+        // mask): every backend's op broadcasts it over the heads, so it is built once, not per head.
+        let bias_dims = |dims: [usize; D]| {
+            let mut bias_dims = score_dims;
+            if D > 2 {
+                bias_dims[D - 3] = dims[D - 3];
+            }
+            bias_dims
+        };
         // The mask goes in as an additive bias: burn-tch 0.22.1 hands a Bool mask (true = masked)
         // to PyTorch's SDPA, where true means "attend", so a masked call there would attend to
         // exactly the wrong keys. A bias means the same on every backend.
         let mask_bias = mask.clone().map(|m| {
-            Tensor::<D>::zeros(score_dims, &device).mask_fill(m.expand(score_dims), MASKED_SCORE)
+            let dims = bias_dims(m.dims());
+            Tensor::<D>::zeros(dims, &device).mask_fill(m.expand(dims), MASKED_SCORE)
         });
         let bias = match (input.bias, mask_bias) {
-            (Some(bias), Some(mask_bias)) => Some(bias.expand(score_dims) + mask_bias),
+            (Some(bias), Some(mask_bias)) => Some(bias + mask_bias),
             (bias, mask_bias) => bias.or(mask_bias),
         };
         let bias4 = bias.map(|b| {
-            b.expand(score_dims)
-                .reshape(to_4d(score_dims, q_len, k_len))
+            let dims = bias_dims(b.dims());
+            b.expand(dims).reshape(to_4d(dims, q_len, k_len))
         });
         let context = attention(
             input.query.reshape(to_4d(q_dims, q_len, q_dims[D - 1])),
@@ -373,8 +383,10 @@ impl ScaledDotProduct {
         let mut out_dims = q_dims;
         out_dims[D - 1] = d_v;
         let context: Tensor<D> = context.reshape(out_dims);
+        let mut row_dims = score_dims;
+        row_dims[D - 1] = 1;
         match mask {
-            Some(mask) => context.mask_fill(mask.expand(score_dims).all_dim(D - 1), 0.0),
+            Some(mask) => context.mask_fill(mask.all_dim(D - 1).expand(row_dims), 0.0),
             None => context,
         }
     }

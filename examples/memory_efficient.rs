@@ -67,10 +67,13 @@ fn main() {
         .try_init()
         .unwrap();
     let start = Instant::now();
-    let context = attention
-        .forward(AttentionInput::new(q, k, v))
-        .unwrap()
-        .context;
+    let context = match attention.forward(AttentionInput::new(q, k, v)) {
+        Ok(output) => output.context,
+        Err(error) => {
+            eprintln!("memory_efficient: {error}");
+            std::process::exit(2);
+        }
+    };
     let checksum: f32 = context.sum().into_scalar();
     println!(
         "{backend}: T={} {mask} exact attention, {path}, in {:.1} s, checksum {checksum:.3}, peak RSS {:.0} MiB",

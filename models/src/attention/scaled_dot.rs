@@ -191,6 +191,12 @@ impl<const D: usize> AttentionInput<D> {
             q[..D - 2] == k[..D - 2] && k[..D - 2] == v[..D - 2],
             "batch dimensions differ: query {q:?}, key {k:?}, value {v:?}"
         );
+        ensure!(
+            q[D - 2] >= 1 && k[D - 2] >= 1,
+            "attention needs at least one query and one key, got {} queries and {} keys",
+            q[D - 2],
+            k[D - 2]
+        );
         let mut scores = q;
         scores[D - 1] = k[D - 2];
         let fits = |dims: [usize; D]| dims.iter().zip(&scores).all(|(&d, &s)| d == s || d == 1);
@@ -443,6 +449,17 @@ mod tests {
                 .to_string()
                 .starts_with("query width 4 differs from key width 6"),
             "{error}"
+        );
+        let error = attention
+            .forward(AttentionInput::new(
+                Tensor::zeros([2, 0, 4], &device),
+                q.clone(),
+                q.clone(),
+            ))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "attention needs at least one query and one key, got 0 queries and 3 keys"
         );
         let error = attention
             .forward(

@@ -152,17 +152,24 @@ fn without_repeats<'a>(
     prefixes: impl Iterator<Item = &'a [usize]>,
     n: usize,
 ) -> Tensor<2> {
-    let [rows, vocab] = logits.dims();
-    let mut bias = vec![0.0f32; rows * vocab];
-    let mut any = false;
-    for (row, prefix) in prefixes.enumerate() {
-        for token in repeating(prefix, n) {
-            bias[row * vocab + token] = -1e9;
-            any = true;
-        }
-    }
-    if !any {
+    if n == 0 {
         return logits;
+    }
+    let [rows, vocab] = logits.dims();
+    let banned: Vec<usize> = prefixes
+        .enumerate()
+        .flat_map(|(row, prefix)| {
+            repeating(prefix, n)
+                .into_iter()
+                .map(move |token| row * vocab + token)
+        })
+        .collect();
+    if banned.is_empty() {
+        return logits;
+    }
+    let mut bias = vec![0.0f32; rows * vocab];
+    for index in banned {
+        bias[index] = -1e9;
     }
     let device = logits.device();
     logits + Tensor::from_data(TensorData::new(bias, [rows, vocab]), &device)

@@ -126,6 +126,26 @@ impl KeyPattern {
         }
     }
 
+    /// Whether every query in `queries` may see every key in `keys` (strided: never promised).
+    fn sees_all(&self, queries: Range<usize>, keys: Range<usize>) -> bool {
+        if queries.is_empty() || keys.is_empty() {
+            return true;
+        }
+        let (first_query, last_query) = (queries.start, queries.end - 1);
+        let (first_key, last_key) = (keys.start, keys.end - 1);
+        let all_past = last_key <= first_query;
+        match *self {
+            KeyPattern::Full => true,
+            KeyPattern::Causal => all_past,
+            KeyPattern::Window { window, causal } => {
+                last_query <= first_key + window
+                    && last_key <= first_query + window
+                    && (!causal || all_past)
+            }
+            KeyPattern::Strided { .. } => false,
+        }
+    }
+
     /// The mask (`true` = may not attend) for a block of query and key positions,
     /// `[queries.len(), keys.len()]`, or `None` when the pattern masks nothing there.
     pub fn mask(
@@ -134,8 +154,9 @@ impl KeyPattern {
         keys: Range<usize>,
         device: &Device,
     ) -> Option<Tensor<2, Bool>> {
-        if *self == KeyPattern::Full {
-            // Nothing to look at: a `[T, T]` host mask would cost O(T²) time and memory.
+        if self.sees_all(queries.clone(), keys.clone()) {
+            // Nothing to mask: no `[q, k]` host mask is built (O(T²) time and memory for a long
+            // unmasked attention, one row per step when decoding after the cached keys).
             return None;
         }
         let shape = [queries.len(), keys.len()];
@@ -226,6 +247,48 @@ mod tests {
                 );
                 if !matches!(pattern, KeyPattern::Strided { .. }) {
                     assert_eq!(skipped, !any_allowed, "{pattern:?} {q0}..{q1} x {k0}..{k1}");
+                }
+            }
+        }
+    }
+
+    /// `sees_all` must never promise a block holding a masked pair; for every pattern but
+    /// strided it promises every block that holds none.
+    #[test]
+    fn sees_all_is_sound_and_exact_where_promised() {
+        let patterns = [
+            KeyPattern::Full,
+            KeyPattern::Causal,
+            KeyPattern::Window {
+                window: 3,
+                causal: false,
+            },
+            KeyPattern::Window {
+                window: 5,
+                causal: true,
+            },
+            KeyPattern::Strided {
+                stride: 4,
+                summary: 1,
+                causal: false,
+            },
+        ];
+        for pattern in patterns {
+            for (q0, q1, k0, k1) in [
+                (0, 4, 0, 4),
+                (4, 6, 0, 4),
+                (8, 9, 0, 9),
+                (3, 5, 1, 4),
+                (0, 2, 4, 6),
+            ] {
+                let all_allowed = (q0..q1).all(|i| (k0..k1).all(|j| pattern.allows(i, j)));
+                let promised = pattern.sees_all(q0..q1, k0..k1);
+                assert!(
+                    !(promised && !all_allowed),
+                    "{pattern:?} promises {q0}..{q1} x {k0}..{k1}"
+                );
+                if !matches!(pattern, KeyPattern::Strided { .. }) {
+                    assert_eq!(promised, all_allowed, "{pattern:?} {q0}..{q1} x {k0}..{k1}");
                 }
             }
         }

@@ -417,6 +417,34 @@ def translate(model, vocab_in, vocab_out, sentences, max_len):
     return result
 
 
+def torch_name(burn_name):
+    """A Burn record name of attnzoo's Transformer (`Transformer.encoder.layers.0.norm1.gamma`)
+    as this model's parameter name (`encoder.0.norm1.weight`)."""
+    name = burn_name.removeprefix("Transformer.")
+    for side in ("encoder", "decoder"):
+        name = name.replace(f"{side}.layers.", f"{side}.").replace(f"{side}.norm.", f"{side}_norm.")
+    return name.replace(".gamma", ".weight").replace(".beta", ".bias")
+
+
+def decode_checkpoint(model, checkpoint, state, src_vocab, tgt_vocab, test_pairs, max_len):
+    """Greedy decoding of the test split with attnzoo's best weights, as `attnzoo eval` does:
+    sentences per second (model loading excluded) and sacreBLEU of the same outputs."""
+    from safetensors.torch import load_file
+
+    weights = load_file(os.path.join(checkpoint, state["best_weights"]))
+    # Burn's Linear keeps its weight as [in, out], PyTorch's as [out, in].
+    model.load_state_dict({torch_name(k): v.t() if k.endswith("weight") and "embedding" not in k
+                           and v.dim() == 2 else v for k, v in weights.items()})
+    model.eval()
+    start = time.perf_counter()
+    hyps = translate(model, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
+    seconds = time.perf_counter() - start
+    bleu = sacrebleu.corpus_bleu(hyps, [[p[1] for p in test_pairs]])
+    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads: greedy decoding of "
+          f"{len(test_pairs)} test sentences with {checkpoint}'s best weights in {seconds:.2f} s "
+          f"({len(test_pairs) / seconds:.0f} sentences/s): {bleu}")
+
+
 def find_corpus():
     found = sorted(d for d in glob.glob(os.path.expanduser("~/.cache/attnzoo/trans-de-en-*"))
                    if all(os.path.isfile(os.path.join(d, f))
@@ -435,6 +463,8 @@ def main():
     parser.add_argument("--lexicon", type=int, help="lexicon pairs per epoch (default: train.json's)")
     parser.add_argument("--corpus", help="corpus folder (default: the newest fetched one)")
     parser.add_argument("--test-limit", type=int, help="score only the first N test pairs (smoke tests)")
+    parser.add_argument("--decode", action="store_true",
+                        help="load the checkpoint's best weights, time greedy decoding of the test split, exit")
     parser.add_argument("--encode", choices=["source", "target"],
                         help="print the ids of stdin's lines with that vocabulary, then exit")
     args = parser.parse_args()
@@ -449,7 +479,7 @@ def main():
         for line in sys.stdin.read().split("\n")[:-1]:
             print(" ".join(map(str, vocabs[args.encode].encode(line.removesuffix("\r")))))
         return
-    if args.minutes is None:
+    if args.minutes is None and not args.decode:
         parser.error("--minutes is required")
     model_json, cfg = load("model.json"), load("train.json")
     if "Transformer" not in model_json:
@@ -496,6 +526,9 @@ def main():
     # 53 exceed max_len 52". The sinusoids are a formula: here the table is long enough, which
     # changes nothing in training nor in any translation attnzoo completes.
     model = TransformerSeq2Seq(mcfg, positions=max(mcfg["max_len"], 2 * max_len))
+    if args.decode:
+        return decode_checkpoint(model, args.checkpoint, load("state.json"), src_vocab, tgt_vocab,
+                                 test_pairs, max_len)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=learning_rate_at(cfg, 1), betas=(0.9, 0.999), eps=1e-5)
     n_params = sum(p.numel() for p in params)

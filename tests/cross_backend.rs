@@ -57,3 +57,34 @@ fn masked_attention_agrees_on_every_backend() {
         eprintln!("cross-backend masked attention ok on {}", test.backend);
     }
 }
+
+/// Dropout's masks: `Tensor::random(Bernoulli(p))` holds only 0 and 1, with mean p (±5σ over
+/// 2²⁰ draws) and the ends exact — on flex and ndarray through the patched burn-std
+/// (`vendor/burn-std`), elsewhere through each backend's own sampler.
+#[test]
+fn bernoulli_masks_hold_p_on_every_backend() {
+    use burn::tensor::Distribution;
+    let n = 1 << 20;
+    for test in &test_devices() {
+        for p in [0.0, 0.2, 0.8, 1.0] {
+            let draws = Tensor::<1>::random([n], Distribution::Bernoulli(p), &test.device)
+                .into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .unwrap();
+            assert!(
+                draws.iter().all(|&x| x == 0.0 || x == 1.0),
+                "{}: Bernoulli({p}) drew something other than 0 and 1",
+                test.backend
+            );
+            let mean = draws.iter().map(|&x| f64::from(x)).sum::<f64>() / n as f64;
+            let tolerance = 5.0 * (p * (1.0 - p) / n as f64).sqrt();
+            assert!(
+                (mean - p).abs() <= tolerance,
+                "{}: Bernoulli({p}) has mean {mean}",
+                test.backend
+            );
+        }
+        eprintln!("Bernoulli masks ok on {}", test.backend);
+    }
+}

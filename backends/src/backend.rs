@@ -147,9 +147,10 @@ impl Backend {
             .find(|backend| backend.is_compiled())
     }
 
-    /// The fastest device this build can open here, tried in order: CUDA, LibTorch's CUDA, a
+    /// The first device this build can open here, tried in order: CUDA, LibTorch's CUDA, a
     /// discrete then an integrated wgpu adapter (never a software one such as lavapipe),
-    /// LibTorch on the CPU, flex, ndarray.
+    /// LibTorch on the CPU, flex, ndarray. On a CPU that is the fastest for inference; flex
+    /// trains faster than LibTorch (docs/MEASUREMENTS.md, "Training throughput").
     pub fn auto() -> Result<(Backend, Device), BackendError> {
         const ORDER: [(Backend, DeviceSpec); 7] = [
             (Backend::Cuda, DeviceSpec::Default),

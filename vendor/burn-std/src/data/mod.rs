@@ -1,0 +1,5 @@
+mod compare;
+mod tensor;
+
+pub use compare::*;
+pub use tensor::*;

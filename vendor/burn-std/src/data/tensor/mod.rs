@@ -1,0 +1,6 @@
+mod base;
+mod conversion;
+mod view;
+
+pub use base::*;
+pub use view::*;

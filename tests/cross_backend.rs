@@ -70,7 +70,7 @@ fn bernoulli_masks_hold_p_on_every_backend() {
             let draws = Tensor::<1>::random([n], Distribution::Bernoulli(p), &test.device)
                 .into_data()
                 .convert::<f32>()
-                .into_vec::<f32>()
+                .try_into_vec::<f32>()
                 .unwrap();
             assert!(
                 draws.iter().all(|&x| x == 0.0 || x == 1.0),

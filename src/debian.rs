@@ -23,7 +23,7 @@ pub fn download(package: &str, work: &Path) -> Result<PathBuf> {
     let output = if output.status.success() {
         output
     } else if is_root() {
-        eprintln!("apt-get download failed; running apt-get update (as root) and retrying");
+        crate::note!("apt-get download failed; running apt-get update (as root) and retrying");
         run(Command::new("apt-get").arg("update"))?;
         download().map_err(|error| Error::Input(format!("apt-get: {error}")))?
     } else {

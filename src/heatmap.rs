@@ -7,7 +7,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use image::codecs::png::PngEncoder;
+use image::{ColorType, ImageEncoder};
+
 use crate::error::{Error, Result};
+use crate::files::write_atomically;
 use crate::fonts::ensure_font;
 
 /// Weights `[rows][cols]` with labels.
@@ -86,7 +90,7 @@ impl Heatmap<'_> {
         root.fill(&WHITE).map_err(failed)?;
         let font = ("sans-serif", 13).into_font();
         root.draw(&Text::new(
-            self.title.to_string(),
+            printable(self.title),
             (MARGIN, 8),
             ("sans-serif", 15).into_font(),
         ))
@@ -95,7 +99,7 @@ impl Heatmap<'_> {
         for (row, label) in self.row_labels.iter().enumerate() {
             let y = MARGIN + row as i32 * CELL;
             root.draw(&Text::new(
-                label.clone(),
+                printable(label),
                 (MARGIN - 6, y + CELL / 2),
                 right.clone(),
             ))
@@ -113,38 +117,44 @@ impl Heatmap<'_> {
             .pos(Pos::new(HPos::Left, VPos::Center));
         for (col, label) in self.col_labels.iter().enumerate() {
             let x = MARGIN + col as i32 * CELL + CELL / 2;
-            root.draw(&Text::new(label.clone(), (x, MARGIN - 6), vertical.clone()))
-                .map_err(failed)?;
+            root.draw(&Text::new(
+                printable(label),
+                (x, MARGIN - 6),
+                vertical.clone(),
+            ))
+            .map_err(failed)?;
         }
         self.draw_colour_bar(root, &font).map_err(failed)?;
         root.present().map_err(failed)
     }
 
-    /// Writes `stem.png` and `stem.svg`, each through a temporary file (removed if drawing
-    /// fails) and a rename.
+    /// Writes `stem.png` and `stem.svg`, each drawn in memory and written through a temporary
+    /// file and a rename.
     pub fn write(&self, stem: &Path) -> Result<()> {
         ensure_font()?;
-        for extension in ["png", "svg"] {
-            let path = stem.with_extension(extension);
-            let temporary = stem.with_extension(format!("partial.{extension}"));
-            let drawn = if extension == "png" {
-                self.draw(&BitMapBackend::new(&temporary, self.size()).into_drawing_area())
-            } else {
-                self.draw(&SVGBackend::new(&temporary, self.size()).into_drawing_area())
-            };
-            let renamed = drawn.and_then(|()| {
-                std::fs::rename(&temporary, &path).map_err(|error| error.to_string())
-            });
-            if let Err(error) = renamed {
-                let _ = std::fs::remove_file(&temporary);
-                return Err(Error::Input(format!(
-                    "cannot write {}: {error}",
-                    path.display()
-                )));
-            }
-        }
-        Ok(())
+        let drawing_failed =
+            |error: String| Error::Input(format!("cannot draw {}: {error}", self.title));
+        let (width, height) = self.size();
+        let mut pixels = vec![0u8; 3 * width as usize * height as usize];
+        self.draw(&BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area())
+            .map_err(drawing_failed)?;
+        let mut png = Vec::new();
+        PngEncoder::new(&mut png)
+            .write_image(&pixels, width, height, ColorType::Rgb8)
+            .map_err(|error| drawing_failed(error.to_string()))?;
+        let mut svg = String::new();
+        self.draw(&SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area())
+            .map_err(drawing_failed)?;
+        write_atomically(&stem.with_extension("png"), &png)?;
+        write_atomically(&stem.with_extension("svg"), svg.as_bytes())
     }
+}
+
+/// `text` without control characters (they have no glyph, and XML forbids most of them).
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
@@ -153,7 +163,7 @@ mod tests {
 
     #[test]
     fn writes_a_png_and_an_svg_with_one_cell_per_weight_and_the_labels() {
-        let rows = vec!["a<b".to_string(), "c".to_string()];
+        let rows = vec!["a<b".to_string(), "c\u{1}\u{1b}[31m".to_string()];
         let cols = vec!["x".to_string(), "y".to_string(), "z".to_string()];
         let weights = [1.0, 0.0, 0.0, 0.2, 0.3, 0.5];
         let dir = tempfile::tempdir().unwrap();
@@ -175,6 +185,10 @@ mod tests {
         assert!(
             svg.contains("a&lt;b") && svg.contains("#0000FF") && svg.contains("#FFFFFF"),
             "{svg}"
+        );
+        assert!(
+            !svg.chars().any(|c| c.is_control() && c != '\n'),
+            "control characters are not XML"
         );
         assert_eq!(&png[1..4], b"PNG");
         let short = Heatmap {

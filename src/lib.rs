@@ -3,6 +3,16 @@
 //! backend selection in `attnzoo-backends`; the `attnzoo` binary is a thin command line over
 //! this crate.
 
+/// `eprintln!` that cannot panic: a progress or status line to stderr. A stderr that cannot be
+/// written (`2>/dev/full`) loses the line; the command goes on and its exit status still tells.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod debian;
 mod error;
 pub mod files;

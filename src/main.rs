@@ -14,7 +14,8 @@ use commands::{attend, backends, bleu, data, demo, embed, eval, train, translate
 #[command(
     name = "attnzoo",
     version,
-    about = "Attention mechanisms on Burn 0.22, on ndarray, WGPU and LibTorch"
+    about = "Attention mechanisms on Burn 0.22, on ndarray, WGPU and LibTorch",
+    arg_required_else_help = false
 )]
 struct Cli {
     #[command(subcommand)]
@@ -77,11 +78,11 @@ fn main() -> ExitCode {
     let (cli, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(error) if !error.use_stderr() => {
-            let _ = error.print(); // --help, --version
-            return ExitCode::SUCCESS;
+            // --help, --version: to stdout, checked like every other output.
+            return report(print_help(&error));
         }
         Err(error) => {
-            eprintln!("attnzoo: {}", one_line(&error));
+            attnzoo::note!("attnzoo: {}", one_line(&error));
             return ExitCode::from(2);
         }
     };
@@ -97,12 +98,23 @@ fn main() -> ExitCode {
         Command::Attend(args) => attend::run(args),
         Command::Demo(args) => demo::run(args),
     };
+    report(outcome)
+}
+
+fn print_help(help: &clap::Error) -> anyhow::Result<()> {
+    let mut stdout = commands::output::Stdout::open()?;
+    stdout.line(help.to_string().trim_end())?;
+    stdout.finish()
+}
+
+/// The exit status of a command's outcome, its error as one line on stderr.
+fn report(outcome: anyhow::Result<()>) -> ExitCode {
     let Err(error) = outcome else {
         return ExitCode::SUCCESS;
     };
     match commands::exit_status(&error) {
         Some(status) => {
-            eprintln!("attnzoo: {error:#}");
+            attnzoo::note!("attnzoo: {error:#}");
             status
         }
         None => ExitCode::SUCCESS,

@@ -105,6 +105,12 @@ impl SentenceEmbedder {
             .into_data()
             .try_to_vec::<f32>()
             .map_err(|error| Error::Input(format!("reading embeddings: {error:?}")))?;
+        if values.iter().any(|value| !value.is_finite()) {
+            return Err(Error::Input(
+                "the model computed a non-finite embedding: its weights hold NaN or infinity"
+                    .into(),
+            ));
+        }
         let width = values.len() / batch.len();
         Ok(values.chunks(width).map(<[f32]>::to_vec).collect())
     }

@@ -6,12 +6,32 @@
 /// Challenges for Neural Machine Translation": quality falls with wide beams).
 pub const MAX_BEAM: usize = 64;
 
+/// The longest training run a time budget may ask for, in minutes: a week.
+pub const MAX_MINUTES: f64 = 7.0 * 24.0 * 60.0;
+
+/// The largest |α| of beam search's length penalty `((5 + |Y|) / 6)^α`: beyond it the penalty
+/// alone decides (GNMT tunes α in [0.6, 1]).
+pub const MAX_ALPHA: f64 = 10.0;
+
+/// The longest translation, as a multiple of its source's length.
+pub const MAX_LENGTH_RATIO: f64 = 100.0;
+
+/// `value` as a reader wants it in a message: `0.05`, `1e30`, `1e-300` — never 300 digits.
+pub fn show(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude == 0.0 || (1e-4..1e9).contains(&magnitude) || !value.is_finite() {
+        format!("{value}")
+    } else {
+        format!("{value:e}")
+    }
+}
+
 /// A finite number.
 pub fn finite(value: f64) -> Result<f64, String> {
     if value.is_finite() {
         Ok(value)
     } else {
-        Err(format!("{value} is not a finite number"))
+        Err(format!("{} is not a finite number", show(value)))
     }
 }
 
@@ -20,17 +40,22 @@ pub fn positive(value: f64) -> Result<f64, String> {
     if finite(value)? > 0.0 {
         Ok(value)
     } else {
-        Err(format!("{value} is not above 0"))
+        Err(format!("{} is not above 0", show(value)))
+    }
+}
+
+/// A finite number in `[low, high]`, said as `what`.
+fn within(value: f64, low: f64, high: f64, what: &str) -> Result<f64, String> {
+    if (low..=high).contains(&finite(value)?) {
+        Ok(value)
+    } else {
+        Err(format!("{} is not {what}", show(value)))
     }
 }
 
 /// A probability: in `[0, 1]`.
 pub fn probability(value: f64) -> Result<f64, String> {
-    if (0.0..=1.0).contains(&finite(value)?) {
-        Ok(value)
-    } else {
-        Err(format!("{value} is not a probability in [0, 1]"))
-    }
+    within(value, 0.0, 1.0, "a probability in [0, 1]")
 }
 
 /// A fraction below 1: in `[0, 1)` (label smoothing: at 1 no weight is left for the answer).
@@ -38,7 +63,62 @@ pub fn fraction_below_one(value: f64) -> Result<f64, String> {
     if (0.0..1.0).contains(&finite(value)?) {
         Ok(value)
     } else {
-        Err(format!("{value} is not in [0, 1)"))
+        Err(format!("{} is not in [0, 1)", show(value)))
+    }
+}
+
+/// A learning rate: above 0, at most 1 (Adam's steps are about this long per weight; at 1
+/// already no model here trains).
+pub fn learning_rate(value: f64) -> Result<f64, String> {
+    positive(value)?;
+    within(value, 0.0, 1.0, "a learning rate in (0, 1]")
+}
+
+/// A time budget in minutes: above 0, at most [`MAX_MINUTES`].
+pub fn minutes(value: f64) -> Result<f64, String> {
+    positive(value)?;
+    within(value, 0.0, MAX_MINUTES, "in (0, 10080] minutes (a week)")
+}
+
+/// Beam search's length-penalty α: in `[-MAX_ALPHA, MAX_ALPHA]`.
+pub fn alpha(value: f64) -> Result<f64, String> {
+    within(value, -MAX_ALPHA, MAX_ALPHA, "in [-10, 10]")
+}
+
+/// The longest translation as a multiple of the source length: above 0, at most
+/// [`MAX_LENGTH_RATIO`].
+pub fn length_ratio(value: f64) -> Result<f64, String> {
+    positive(value)?;
+    within(value, 0.0, MAX_LENGTH_RATIO, "in (0, 100]")
+}
+
+/// The widest state a model config may ask for: an RNN's width, a Transformer's `d_model` or
+/// feed-forward width.
+pub const MAX_WIDTH: usize = 16_384;
+
+/// The most layers a model config may ask for, per stack.
+pub const MAX_LAYERS: usize = 64;
+
+/// The most parameters a model config may ask for: 4 GiB of `f32`.
+pub const MAX_PARAMETERS: f64 = (1u64 << 30) as f64;
+
+/// A width: 1 to [`MAX_WIDTH`].
+pub fn width(value: usize) -> Result<usize, String> {
+    if (1..=MAX_WIDTH).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not a width in 1–{MAX_WIDTH}"))
+    }
+}
+
+/// A count of layers: 1 to [`MAX_LAYERS`].
+pub fn layers(value: usize) -> Result<usize, String> {
+    if (1..=MAX_LAYERS).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value} is not a number of layers in 1–{MAX_LAYERS}"
+        ))
     }
 }
 
@@ -84,11 +164,29 @@ mod tests {
         assert!(probability(0.0).is_ok() && probability(1.0).is_ok() && probability(1.01).is_err());
         assert!(fraction_below_one(0.0).is_ok() && fraction_below_one(1.0).is_err());
         assert!(at_least_one(0).is_err() && at_least_one(1).is_ok());
+        assert!(width(0).is_err() && width(MAX_WIDTH).is_ok() && width(MAX_WIDTH + 1).is_err());
+        assert!(layers(0).is_err() && layers(MAX_LAYERS).is_ok() && layers(4_000_000_000).is_err());
         assert!(beam_size(0).is_err() && beam_size(MAX_BEAM).is_ok());
         assert!(beam_size(MAX_BEAM + 1).unwrap_err().contains("64"));
         assert_eq!(
             field("dropout", 5.0, probability).unwrap_err(),
             "dropout: 5 is not a probability in [0, 1]"
         );
+        assert!(learning_rate(1.0).is_ok() && learning_rate(1.5).is_err());
+        assert!(learning_rate(0.0).is_err() && learning_rate(3e-3).is_ok());
+        assert!(minutes(MAX_MINUTES).is_ok() && minutes(MAX_MINUTES + 1.0).is_err());
+        assert!(alpha(-MAX_ALPHA).is_ok() && alpha(1e30).is_err() && alpha(0.0).is_ok());
+        assert!(length_ratio(MAX_LENGTH_RATIO).is_ok() && length_ratio(1e30).is_err());
+    }
+
+    #[test]
+    fn numbers_in_messages_are_short() {
+        assert_eq!(
+            minutes(1e30).unwrap_err(),
+            "1e30 is not in (0, 10080] minutes (a week)"
+        );
+        assert_eq!(positive(-1e-300).unwrap_err(), "-1e-300 is not above 0");
+        assert_eq!(show(0.05), "0.05");
+        assert_eq!(show(f64::NAN), "NaN");
     }
 }

@@ -111,6 +111,18 @@ impl Fixture {
     }
 }
 
+/// Removes the checksums of the configs from the `state.json` in `dir`.
+fn forget_config_checksums(dir: &Path) {
+    let path = dir.join("state.json");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let checksums = state["checksums"].as_object_mut().unwrap();
+    for config in ["model.json", "train.json", "vocab.json"] {
+        assert!(checksums.remove(config).is_some(), "{config} is recorded");
+    }
+    std::fs::write(&path, state.to_string()).unwrap();
+}
+
 /// What a case expects: the exit status and a piece of the one line on stderr.
 struct Case {
     args: String,
@@ -223,6 +235,34 @@ fn numeric_options_are_checked_where_they_are_parsed() {
         case("embed|--batch-size|-3", 2, "-3"),
         case("demo|--minutes|0", 2, "--minutes"),
         case("demo|--minutes|nan", 2, "--minutes"),
+        case("demo|--minutes|1e30", 2, "1e30 is not in (0, 10080]"),
+        case(
+            &format!("{translate}|--alpha|1e30"),
+            2,
+            "1e30 is not in [-10, 10]",
+        ),
+        case(
+            &format!("{translate}|--max-len-ratio|1e30"),
+            2,
+            "--max-len-ratio",
+        ),
+        case(
+            &format!("{train}|--learning-rate|2"),
+            2,
+            "learning rate in (0, 1]",
+        ),
+        case(&format!("{train}|--hidden|100000"), 2, "width in 1"),
+        case(&format!("{train}|--layers|4000000000"), 2, "layers in 1"),
+        case(
+            &format!("{train}|--model|transformer|--attention|dot"),
+            2,
+            "--attention does not apply",
+        ),
+        case(
+            &format!("{train}|--model|rnn|--layers|3"),
+            2,
+            "--layers does not apply",
+        ),
         case("demo|--minutes|-1", 2, "--minutes"),
         case("demo|--model|gpt", 2, "gpt"),
         case("frobnicate", 2, "frobnicate"),
@@ -264,6 +304,16 @@ fn numeric_options_are_checked_where_they_are_parsed() {
     assert!(
         !fixture.dir.join("new").exists(),
         "a refused run writes nothing"
+    );
+}
+
+#[test]
+fn a_command_line_without_a_subcommand_asks_for_one() {
+    let (code, stdout, stderr) = common::attnzoo(&[], b"");
+    assert_eq!(code, 2);
+    assert!(
+        stdout.is_empty() && stderr.contains("requires a subcommand"),
+        "{stderr}"
     );
 }
 
@@ -342,8 +392,21 @@ fn damaged_and_foreign_checkpoints_are_one_line_errors() {
         ("state.json", "adam-epoch-1", "adam-epoch-7", ""),
     ];
     let mut cases = Vec::new();
+    // An edited config is refused by its checksum in state.json …
+    let edited = fixture.damaged(
+        "edited",
+        "model.json",
+        replace("\"dropout\": 0.2", "\"dropout\": 0.3"),
+    );
+    cases.push(case(
+        &format!("translate|--checkpoint|{}", edited.display()),
+        2,
+        "model.json is not the file state.json recorded",
+    ));
+    // … and, where none was recorded (a run saved before configs had one), by its ranges.
     for (i, (file, from, to, needle)) in damaged.into_iter().enumerate() {
         let dir = fixture.damaged(&format!("damaged-{i}"), file, replace(from, to));
+        forget_config_checksums(&dir);
         let code = if needle.is_empty() { 0 } else { 2 };
         cases.push(case(
             &format!("translate|--checkpoint|{}", dir.display()),
@@ -354,7 +417,7 @@ fn damaged_and_foreign_checkpoints_are_one_line_errors() {
     // Weights cut in half, replaced by junk (recorded by checksum or not), or not finite.
     let weights = |dir: &Path| dir.join("weights-epoch-1.safetensors");
     let unrecord = |text: String| text.replace("\"checksums\"", "\"former_checksums\"");
-    let half = fixture.damaged("half", "model.json", |t| t + " ");
+    let half = fixture.damaged("half", "state.json", |t| t + " ");
     let bytes = std::fs::read(weights(&half)).unwrap();
     std::fs::write(weights(&half), &bytes[..bytes.len() / 2]).unwrap();
     let junk = b"\x10\0\0\0\0\0\0\0{\"a\": 1}";

@@ -71,8 +71,6 @@ fn train(dir: &Path, model: &str, epochs: &str, extra: &[&str]) -> (i32, String,
         model,
         "--hidden",
         "32",
-        "--layers",
-        "3",
         "--epochs",
         epochs,
         "--batch-size",
@@ -84,6 +82,9 @@ fn train(dir: &Path, model: &str, epochs: &str, extra: &[&str]) -> (i32, String,
         "--backend",
         "ndarray",
     ];
+    if model == "transformer" {
+        args.extend_from_slice(&["--layers", "3"]);
+    }
     args.extend_from_slice(extra);
     attnzoo(&args, "")
 }

@@ -31,6 +31,8 @@ pub enum BackendError {
     BadSpec(String),
     /// The backend has no device of that kind.
     NoSuchDevice { backend: Backend, spec: DeviceSpec },
+    /// A device was named without a backend, and no compiled-in backend has one of that kind.
+    NoBackendHas(DeviceSpec),
     /// The backend is compiled in, but opening the device failed here.
     Unavailable {
         backend: Backend,
@@ -53,6 +55,16 @@ impl fmt::Display for BackendError {
                 f,
                 "backend `{backend}` has no device `{spec}`: it accepts {}",
                 backend.accepted_devices()
+            ),
+            BackendError::NoBackendHas(spec) => write!(
+                f,
+                "no backend of this build has a device `{spec}` (compiled in: {})",
+                Backend::ALL
+                    .into_iter()
+                    .filter(|backend| backend.is_compiled())
+                    .map(Backend::name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             BackendError::Unavailable { backend, spec, reason } => write!(
                 f,
@@ -140,29 +152,50 @@ impl Backend {
         }
     }
 
-    /// The first compiled-in backend in [`Backend::ALL`] order: the CLI's default.
-    pub fn default_compiled() -> Option<Backend> {
-        Backend::ALL
-            .into_iter()
-            .find(|backend| backend.is_compiled())
-    }
-
     /// The first device this build can open here, tried in order: CUDA, LibTorch's CUDA, a
     /// discrete then an integrated wgpu adapter (never a software one such as lavapipe),
     /// LibTorch on the CPU, flex, ndarray. On a CPU that is the fastest for inference; flex
     /// trains faster than LibTorch (docs/MEASUREMENTS.md, "Training throughput").
     pub fn auto() -> Result<(Backend, Device), BackendError> {
-        const ORDER: [(Backend, DeviceSpec); 7] = [
-            (Backend::Cuda, DeviceSpec::Default),
-            (Backend::Tch, DeviceSpec::Cuda(0)),
-            (Backend::Wgpu, DeviceSpec::Discrete(0)),
-            (Backend::Wgpu, DeviceSpec::Integrated(0)),
-            (Backend::Tch, DeviceSpec::Cpu),
-            (Backend::Flex, DeviceSpec::Cpu),
-            (Backend::Ndarray, DeviceSpec::Cpu),
-        ];
+        Self::first_that_opens(&Self::AUTO_ORDER)
+    }
+
+    /// The first backend, in [`Backend::auto`]'s order, that has a device `spec` and opens it:
+    /// `--device cuda:1` without `--backend`.
+    pub fn auto_for(spec: DeviceSpec) -> Result<(Backend, Device), BackendError> {
+        let mut backends: Vec<Backend> = Vec::new();
+        for (backend, _) in Self::AUTO_ORDER {
+            if !backends.contains(&backend) {
+                backends.push(backend);
+            }
+        }
+        let candidates: Vec<(Backend, DeviceSpec)> = backends
+            .into_iter()
+            .filter(|backend| backend.device(spec).is_ok())
+            .map(|backend| (backend, spec))
+            .collect();
+        if candidates.is_empty() {
+            return Err(BackendError::NoBackendHas(spec));
+        }
+        Self::first_that_opens(&candidates)
+    }
+
+    const AUTO_ORDER: [(Backend, DeviceSpec); 7] = [
+        (Backend::Cuda, DeviceSpec::Default),
+        (Backend::Tch, DeviceSpec::Cuda(0)),
+        (Backend::Wgpu, DeviceSpec::Discrete(0)),
+        (Backend::Wgpu, DeviceSpec::Integrated(0)),
+        (Backend::Tch, DeviceSpec::Cpu),
+        (Backend::Flex, DeviceSpec::Cpu),
+        (Backend::Ndarray, DeviceSpec::Cpu),
+    ];
+
+    /// The first of `candidates` this build has and can open; else the last one's error.
+    fn first_that_opens(
+        candidates: &[(Backend, DeviceSpec)],
+    ) -> Result<(Backend, Device), BackendError> {
         let mut last = BackendError::NotCompiled(Backend::Ndarray);
-        for (backend, spec) in ORDER.into_iter().filter(|(b, _)| b.is_compiled()) {
+        for &(backend, spec) in candidates.iter().filter(|(b, _)| b.is_compiled()) {
             match backend.open(spec) {
                 Ok(device) => return Ok((backend, device)),
                 Err(error) => last = error,
@@ -282,23 +315,16 @@ impl Default for DeviceArgs {
 }
 
 impl DeviceArgs {
-    /// The chosen backend (or the default one).
-    pub fn backend(&self) -> Result<Backend, BackendError> {
-        match self.backend {
-            Some(backend) => Ok(backend),
-            None => Backend::default_compiled().ok_or(BackendError::NotCompiled(Backend::Ndarray)),
-        }
-    }
-
     /// Opens the chosen device, checking that it really computes; with neither a backend nor a
-    /// device named, the fastest one ([`Backend::auto`]).
+    /// device named, the fastest one ([`Backend::auto`]); with only a device named, the first
+    /// backend that has it ([`Backend::auto_for`]).
     pub fn open(&self) -> Result<(Backend, Device), BackendError> {
-        if self.backend.is_none() && self.device == "default" {
-            return Backend::auto();
+        let spec: DeviceSpec = self.device.parse().map_err(BackendError::BadSpec)?;
+        match self.backend {
+            None if spec == DeviceSpec::Default => Backend::auto(),
+            None => Backend::auto_for(spec),
+            Some(backend) => Ok((backend, backend.open(spec)?)),
         }
-        let backend = self.backend()?;
-        let spec = self.device.parse().map_err(BackendError::BadSpec)?;
-        Ok((backend, backend.open(spec)?))
     }
 }
 

@@ -116,5 +116,34 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|text| text.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "the backend panicked while opening the device".to_string());
-    text.lines().next().unwrap_or_default().trim().to_string()
+    // The first line of the cause: a LibTorch error arrives as the `Debug` of `Torch("why\n
+    // Exception raised from … frame #0 …")` inside an `unwrap` message, its newlines escaped.
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.split("\\n").next().unwrap_or_default();
+    let first = first
+        .trim_start_matches("called `Result::unwrap()` on an `Err` value: ")
+        .trim_start_matches("Torch(\"")
+        .trim_end_matches("\")");
+    first.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn a_panic_becomes_the_first_line_of_its_cause() {
+        let torch = "called `Result::unwrap()` on an `Err` value: Torch(\"PyTorch is not linked \
+                     with support for mps devices\\nException raised from getDeviceGuardImpl\\n\
+                     frame #0: c10::Error::Error\")";
+        assert_eq!(
+            panic_message(&torch.to_string()),
+            "PyTorch is not linked with support for mps devices"
+        );
+        assert_eq!(panic_message(&"no adapter\nmore"), "no adapter");
+        assert_eq!(
+            panic_message(&5_u8),
+            "the backend panicked while opening the device"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use super::translate::ModelArgs;
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// The German sentence (sentences longer than 60 tokens are cut)
+    /// The German sentence (cut at the model's longest source, at most 60 tokens)
     sentence: String,
     /// Output folder
     #[arg(long, default_value = "runs/attend")]

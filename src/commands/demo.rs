@@ -10,6 +10,7 @@ use attnzoo::translation::corpus::{self, everyday, find_corpus, read_split, Pair
 use attnzoo::translation::metrics::corpus_chrf;
 use attnzoo::translation::train::TrainConfig;
 use attnzoo::translation::{trainer, DecodeConfig, ModelKind, TrainSpec, Translator};
+use attnzoo::validate::show;
 use attnzoo_backends::DeviceArgs;
 
 use super::output::Stdout;
@@ -19,7 +20,7 @@ use super::parse;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Training time of this run (a model already in --out is continued)
-    #[arg(long, default_value_t = 10.0, value_parser = parse::positive, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse::minutes, allow_hyphen_values = true)]
     minutes: f64,
     /// Model (of a new run; a continued one keeps its own)
     #[arg(long, value_enum, default_value_t = ModelKind::default())]
@@ -46,7 +47,7 @@ pub fn run(args: Args) -> Result<()> {
     let (backend, device) = args.device.open()?;
     let cache = home_cache();
     if find_corpus(&cache).is_err() {
-        eprintln!("fetching the German–English corpus (Debian's trans-de-en, GPL-2+) …");
+        attnzoo::note!("fetching the German–English corpus (Debian's trans-de-en, GPL-2+) …");
         corpus::fetch(Some(cache.clone()))?;
     }
     let dir = args.out.join("model");
@@ -69,9 +70,9 @@ pub fn run(args: Args) -> Result<()> {
         resume: Checkpoint::exists(&dir),
         ..TrainSpec::default()
     };
-    eprintln!(
+    attnzoo::note!(
         "training on {backend} for {} min into {}{}",
-        args.minutes,
+        show(args.minutes),
         dir.display(),
         match trained_before {
             0.0 => " (a new model)".to_string(),
@@ -83,7 +84,7 @@ pub fn run(args: Args) -> Result<()> {
     if checkpoint.state.weights.is_empty() {
         bail!(
             "{} min was not enough for one epoch: run the demo with more --minutes",
-            args.minutes
+            show(args.minutes)
         );
     }
     let translator = Translator::load(&dir, &device)?;

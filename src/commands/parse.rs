@@ -11,14 +11,24 @@ fn number<T: FromStr>(text: &str) -> Result<T, String> {
         .map_err(|_| format!("`{text}` is not a number of the kind expected"))
 }
 
-/// A finite number.
-pub fn finite(text: &str) -> Result<f64, String> {
-    validate::finite(number(text)?)
+/// A learning rate in `(0, 1]`.
+pub fn learning_rate(text: &str) -> Result<f64, String> {
+    validate::learning_rate(number(text)?)
 }
 
-/// A finite number above 0.
-pub fn positive(text: &str) -> Result<f64, String> {
-    validate::positive(number(text)?)
+/// A time budget in minutes, above 0 and at most a week.
+pub fn minutes(text: &str) -> Result<f64, String> {
+    validate::minutes(number(text)?)
+}
+
+/// A length-penalty α in `[-10, 10]`.
+pub fn alpha(text: &str) -> Result<f64, String> {
+    validate::alpha(number(text)?)
+}
+
+/// A length ratio in `(0, 100]`.
+pub fn length_ratio(text: &str) -> Result<f64, String> {
+    validate::length_ratio(number(text)?)
 }
 
 /// A probability in `[0, 1]`.
@@ -39,6 +49,16 @@ pub fn fraction_below_one_f32(text: &str) -> Result<f32, String> {
 /// A count of at least 1.
 pub fn at_least_one(text: &str) -> Result<usize, String> {
     validate::at_least_one(number(text)?)
+}
+
+/// A model width, 1 to [`validate::MAX_WIDTH`].
+pub fn width(text: &str) -> Result<usize, String> {
+    validate::width(number(text)?)
+}
+
+/// A number of layers, 1 to [`validate::MAX_LAYERS`].
+pub fn layers(text: &str) -> Result<usize, String> {
+    validate::layers(number(text)?)
 }
 
 /// A beam size, 1 to [`validate::MAX_BEAM`].

@@ -23,10 +23,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = TrainSpec::default().attention)]
     attention: AttentionKind,
     /// RNN state width, or the Transformer's d_model
-    #[arg(long, default_value_t = TrainSpec::default().hidden, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainSpec::default().hidden, value_parser = parse::width, allow_negative_numbers = true)]
     hidden: usize,
     /// Transformer layers, in the encoder and in the decoder
-    #[arg(long, default_value_t = TrainSpec::default().layers, value_parser = parse::at_least_one, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainSpec::default().layers, value_parser = parse::layers, allow_negative_numbers = true)]
     layers: usize,
     /// Dropout probability, in [0, 1)
     #[arg(long, default_value_t = TrainSpec::default().dropout, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
@@ -35,7 +35,7 @@ pub struct Args {
     #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     epochs: Option<usize>,
     /// Stop after this much training time in all (earlier runs of a resumed checkpoint count)
-    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::minutes, allow_hyphen_values = true)]
     max_minutes: Option<f64>,
     /// Continue the checkpoint in --out
     #[arg(long)]
@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, default_value_t = TrainConfig::new().batch_size, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     batch_size: usize,
     /// Peak learning rate [default: 3e-3 for the RNN, 2e-3 for the Transformer]
-    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::learning_rate, allow_hyphen_values = true)]
     learning_rate: Option<f64>,
     /// Probability of feeding the RNN decoder the gold previous token
     #[arg(long, default_value_t = TrainConfig::new().teacher_forcing, value_parser = parse::probability, allow_hyphen_values = true)]
@@ -86,6 +86,7 @@ impl Args {
             .with_seed(self.seed)
             .with_bpe_vocab(self.bpe)
             .with_lexicon_per_epoch(self.lexicon)
+            .with_train_limit(self.train_limit)
             .with_learning_rate(
                 self.learning_rate
                     .unwrap_or(self.model.default_learning_rate()),
@@ -99,10 +100,14 @@ impl Args {
             config,
             epochs: self.epochs,
             resume: self.resume,
-            train_limit: self.train_limit,
             corpus: self.corpus.clone(),
         }
     }
+}
+
+/// A training-pair limit as text: a number, or `all`.
+fn pairs(limit: Option<usize>) -> String {
+    limit.map_or_else(|| "all".into(), |n| n.to_string())
 }
 
 /// An option's id with the value asked for and the run's own, as text.
@@ -134,6 +139,11 @@ impl Args {
             setting("bpe", ours.bpe_vocab, theirs.bpe_vocab),
             setting("lexicon", ours.lexicon_per_epoch, theirs.lexicon_per_epoch),
             setting("seed", ours.seed, theirs.seed),
+            setting(
+                "train_limit",
+                pairs(ours.train_limit),
+                pairs(theirs.train_limit),
+            ),
         ];
         let flag = |id: &str| format!("--{}", id.replace('_', "-"));
         let mut found: Vec<String> = settings
@@ -162,6 +172,20 @@ impl Args {
 pub fn run(args: Args, given: &[String]) -> Result<()> {
     let spec = args.spec();
     spec.validate()?;
+    let other_models = match args.model {
+        ModelKind::Rnn => ["layers"].as_slice(),
+        ModelKind::Transformer => ["attention", "teacher_forcing"].as_slice(),
+    };
+    if let Some(id) = other_models
+        .iter()
+        .find(|id| given.iter().any(|g| g == *id))
+    {
+        bail!(
+            "--{} does not apply to --model {}",
+            id.replace('_', "-"),
+            format!("{:?}", args.model).to_lowercase()
+        );
+    }
     if args.resume && Checkpoint::is_trained(&args.out) {
         let contradictions = args.contradictions(given, &Checkpoint::open(&args.out)?);
         if !contradictions.is_empty() {
@@ -172,6 +196,12 @@ pub fn run(args: Args, given: &[String]) -> Result<()> {
         }
     }
     let (_, device) = args.device.open()?;
-    trainer::run(&spec, &args.out, args.max_minutes, &device)?;
+    let checkpoint = trainer::run(&spec, &args.out, args.max_minutes, &device)?;
+    if checkpoint.state.weights.is_empty() {
+        bail!(
+            "--max-minutes {} was not enough for one batch: nothing is saved",
+            attnzoo::validate::show(args.max_minutes.unwrap_or(0.0))
+        );
+    }
     Ok(())
 }

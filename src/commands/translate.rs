@@ -18,10 +18,10 @@ pub struct DecodeArgs {
     #[arg(long, default_value_t = 1, value_parser = parse::beam_size, allow_negative_numbers = true)]
     pub beam: usize,
     /// GNMT length-penalty α (beam search; negative favours short translations)
-    #[arg(long, default_value_t = DEFAULT_ALPHA, value_parser = parse::finite, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = DEFAULT_ALPHA, value_parser = parse::alpha, allow_hyphen_values = true)]
     pub alpha: f64,
     /// Longest output as a multiple of the source length (plus 5)
-    #[arg(long, default_value_t = DecodeConfig::default().max_len_ratio, value_parser = parse::positive, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = DecodeConfig::default().max_len_ratio, value_parser = parse::length_ratio, allow_hyphen_values = true)]
     pub max_len_ratio: f64,
     /// Never produce an n-gram of this many target tokens twice (0: allow repeats)
     #[arg(long, default_value_t = DecodeConfig::default().no_repeat_ngram, allow_negative_numbers = true)]

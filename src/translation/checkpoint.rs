@@ -12,8 +12,8 @@
 //!   (released by the operating system when the process ends, however it ends);
 //! - a folder whose run stopped before its first epoch (configs, no `state.json`) starts afresh;
 //! - what is read back is checked: configs in range (one line naming the field), vocabularies
-//!   without duplicates and of the model's sizes, weights and optimizer state those `state.json`
-//!   recorded (by checksum), weights finite.
+//!   without duplicates and of the model's sizes, configs, weights and optimizer state those
+//!   `state.json` recorded (by checksum), the files it names inside the folder, weights finite.
 //!
 //! Adam's state is keyed by parameter id, and safetensors keep no ids: a resumed model gets
 //! fresh ones. `state.json` therefore records each parameter's id by its path in the model, and
@@ -41,6 +41,10 @@ use crate::validate;
 
 /// The best epoch's weights, kept beside the last epoch's once they differ.
 pub const BEST_WEIGHTS: &str = "weights-best.safetensors";
+
+/// The files written once when a run starts; `state.json` records their checksums too, so an
+/// edited config or another run's vocabulary is noticed.
+const CONFIG_FILES: [&str; 3] = ["model.json", "train.json", "vocab.json"];
 
 /// Source and target vocabularies.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -126,13 +130,15 @@ fn checksum(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The first line of a long report, at most 160 characters.
+/// The start of a long report as one line (its lines joined), at most 160 characters: Burn's
+/// "Tensor not found:" names the tensor on the next line.
 fn first_line(report: &str) -> String {
-    let line = report
+    let lines: Vec<&str> = report
         .lines()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or("");
-    line.trim().chars().take(160).collect()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    lines.join(" ").chars().take(160).collect()
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
@@ -150,42 +156,96 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     })
 }
 
+/// Reads config `name` of the run in `dir`, checking it against the checksum `state.json`
+/// recorded for it (none for runs saved before configs had one).
+fn read_config<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+    recorded: Option<u64>,
+) -> Result<T> {
+    let path = dir.join(name);
+    if let Some(expected) = recorded {
+        let bytes = fs::read(&path).map_err(|error| Error::read(&path, error))?;
+        if checksum(&bytes) != expected {
+            return Err(Error::Input(format!(
+                "{} is not the file state.json recorded (edited, or from another run)",
+                path.display()
+            )));
+        }
+    }
+    read_json(&path)
+}
+
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("checkpoint values serialise");
     write_atomically(path, text.as_bytes())
 }
 
-/// Checks every number of a model config: sizes at least 1, dropout a probability.
+/// Checks every number of a model config: vocabularies at least 1, widths and layers in range,
+/// dropout a probability, at most [`validate::MAX_PARAMETERS`] parameters in all.
 pub fn validate_model(config: &Seq2SeqConfig) -> Result<(), String> {
-    use validate::{at_least_one as one, field, probability};
-    match config {
+    use validate::{at_least_one as one, field, layers, probability, width};
+    let parameters = match config {
         Seq2SeqConfig::Rnn(c) => {
             field("source_vocab", c.source_vocab, one)?;
             field("target_vocab", c.target_vocab, one)?;
-            field("embedding_dim", c.embedding_dim, one)?;
-            field("hidden_dim", c.hidden_dim, one)?;
+            field("embedding_dim", c.embedding_dim, width)?;
+            field("hidden_dim", c.hidden_dim, width)?;
             field("dropout", c.dropout, probability)?;
             if let Some(AlignmentScore::Location { max_source_len }) = c.attention {
-                field("max_source_len", max_source_len, one)?;
+                field("max_source_len", max_source_len, width)?;
             }
+            let [source, target, e, h] = [
+                c.source_vocab,
+                c.target_vocab,
+                c.embedding_dim,
+                c.hidden_dim,
+            ]
+            .map(|n| n as f64);
+            // Embeddings, a bidirectional encoder LSTM, the decoder LSTM, attention and output
+            // (an upper bound).
+            (source + target) * e
+                + 8.0 * (e + h) * h
+                + 4.0 * (e + 3.0 * h) * h
+                + 8.0 * h * h
+                + 3.0 * h * target
         }
         Seq2SeqConfig::Transformer(c) => {
             field("source_vocab", c.source_vocab, one)?;
             field("target_vocab", c.target_vocab, one)?;
-            field("d_model", c.d_model, one)?;
+            field("d_model", c.d_model, width)?;
             field("n_heads", c.n_heads, one)?;
-            field("d_ff", c.d_ff, one)?;
-            field("encoder_layers", c.encoder_layers, one)?;
-            field("decoder_layers", c.decoder_layers, one)?;
+            field("d_ff", c.d_ff, width)?;
+            field("encoder_layers", c.encoder_layers, layers)?;
+            field("decoder_layers", c.decoder_layers, layers)?;
             field("dropout", c.dropout, probability)?;
-            field("max_len", c.max_len, one)?;
+            field("max_len", c.max_len, width)?;
             if c.d_model % c.n_heads != 0 {
                 return Err(format!(
                     "d_model: {} is not a multiple of n_heads {}",
                     c.d_model, c.n_heads
                 ));
             }
+            let [source, target, d, ff, encoder, decoder] = [
+                c.source_vocab,
+                c.target_vocab,
+                c.d_model,
+                c.d_ff,
+                c.encoder_layers,
+                c.decoder_layers,
+            ]
+            .map(|n| n as f64);
+            (source + 2.0 * target) * d
+                + encoder * (4.0 * d * d + 2.0 * d * ff)
+                + decoder * (8.0 * d * d + 2.0 * d * ff)
         }
+    };
+    if parameters > validate::MAX_PARAMETERS {
+        return Err(format!(
+            "a model of about {} parameters, more than the {} allowed",
+            validate::show(parameters),
+            validate::show(validate::MAX_PARAMETERS)
+        ));
     }
     Ok(())
 }
@@ -196,7 +256,11 @@ pub fn validate_train(config: &TrainConfig) -> Result<(), String> {
     use validate::{at_least_one as one, field, fraction_below_one, positive, probability};
     field("epochs", config.epochs, one)?;
     field("batch_size", config.batch_size, one)?;
-    field("learning_rate", config.learning_rate, positive)?;
+    field(
+        "learning_rate",
+        config.learning_rate,
+        validate::learning_rate,
+    )?;
     field(
         "label_smoothing",
         f64::from(config.label_smoothing),
@@ -212,11 +276,48 @@ pub fn validate_train(config: &TrainConfig) -> Result<(), String> {
             config.max_vocab
         ));
     }
+    if let Some(limit) = config.train_limit {
+        field("train_limit", limit, one)?;
+    }
     if config.bpe_vocab != 0 && config.bpe_vocab < 5 {
         return Err(format!(
             "bpe_vocab: {} leaves no room beside the 4 special tokens (0: whole words)",
             config.bpe_vocab
         ));
+    }
+    Ok(())
+}
+
+/// Checks `state.json`: times finite and not negative, the epoch that of its history, and the
+/// files it names plain names inside the folder.
+pub fn validate_state(state: &TrainState) -> Result<(), String> {
+    validate::field("seconds", state.seconds, validate::finite)?;
+    if state.seconds < 0.0 {
+        return Err(format!(
+            "seconds: {} is negative",
+            validate::show(state.seconds)
+        ));
+    }
+    if state.epoch != state.history.len() {
+        return Err(format!(
+            "epoch: {} but the history holds {} epochs",
+            state.epoch,
+            state.history.len()
+        ));
+    }
+    let names = [&state.weights, &state.optimizer]
+        .into_iter()
+        .chain(&state.best_weights)
+        .chain(state.checksums.keys());
+    for name in names {
+        let plain = Path::new(name)
+            .file_name()
+            .is_some_and(|file| file == name.as_str());
+        if !name.is_empty() && !plain {
+            return Err(format!(
+                "{name:?} is not a file name in the checkpoint's folder"
+            ));
+        }
     }
     Ok(())
 }
@@ -392,21 +493,23 @@ impl Checkpoint {
             let path = dir.join(file);
             move |why: String| Error::Input(format!("{}: {why}", path.display()))
         };
-        let model: Seq2SeqConfig = read_json(&dir.join("model.json"))?;
+        let mut state: TrainState = if trained {
+            read_json(&dir.join("state.json"))?
+        } else {
+            TrainState::default()
+        };
+        validate_state(&state).map_err(in_file("state.json"))?;
+        let recorded = |name: &str| state.checksums.get(name).copied();
+        let model: Seq2SeqConfig = read_config(dir, "model.json", recorded("model.json"))?;
         validate_model(&model).map_err(in_file("model.json"))?;
-        let train: TrainConfig = read_json(&dir.join("train.json"))?;
+        let train: TrainConfig = read_config(dir, "train.json", recorded("train.json"))?;
         validate_train(&train).map_err(in_file("train.json"))?;
-        let vocab: Vocabularies = read_json(&dir.join("vocab.json"))?;
+        let vocab: Vocabularies = read_config(dir, "vocab.json", recorded("vocab.json"))?;
         let damaged =
             |error: String| Error::Input(format!("{}: damaged vocab.json: {error}", dir.display()));
         let vocab = Vocabularies {
             source: vocab.source.reindexed().map_err(damaged)?,
             target: vocab.target.reindexed().map_err(damaged)?,
-        };
-        let mut state: TrainState = if trained {
-            read_json(&dir.join("state.json"))?
-        } else {
-            TrainState::default()
         };
         state.param_ids = std::mem::take(&mut state.param_ids)
             .into_iter()
@@ -524,7 +627,7 @@ impl Checkpoint {
         optimizer: ModuleOptimizer,
     ) -> Result<(Seq2Seq, ModuleOptimizer)> {
         if self.state.optimizer.is_empty() {
-            eprintln!("this checkpoint has no optimizer state: Adam's moments start from zero");
+            crate::note!("this checkpoint has no optimizer state: Adam's moments start from zero");
             return Ok((model, optimizer));
         }
         let path = self.dir.join(&self.state.optimizer);
@@ -585,6 +688,11 @@ impl Checkpoint {
             (name.clone(), checksum(&weights)),
             (optimizer_name.clone(), checksum(&adam)),
         ]);
+        for config in CONFIG_FILES {
+            let path = self.dir.join(config);
+            let bytes = fs::read(&path).map_err(|error| Error::read(&path, error))?;
+            checksums.insert(config.to_string(), checksum(&bytes));
+        }
         let best_weights = match self.state.best_weights.clone() {
             Some(best) if !is_best => {
                 if best == self.state.weights {
@@ -755,6 +863,88 @@ mod tests {
         (checkpoint, device, train_device)
     }
 
+    /// A state after `epochs` epochs, with their (made-up) history.
+    fn after_epochs(epochs: usize) -> TrainState {
+        let record = |epoch| EpochRecord {
+            epoch,
+            train_loss: 1.0,
+            valid_loss: 1.0,
+            valid_bleu: 0.0,
+            seconds: epoch as f64,
+        };
+        TrainState {
+            epoch: epochs,
+            seconds: epochs as f64,
+            history: (1..=epochs).map(record).collect(),
+            ..TrainState::default()
+        }
+    }
+
+    /// A trained tiny checkpoint in `dir`: one epoch saved.
+    fn saved_checkpoint(dir: &Path) -> Checkpoint {
+        let (mut checkpoint, _, train_device) = tiny_checkpoint(dir);
+        let model = checkpoint.model.try_init(&train_device).unwrap();
+        let optimizer = AdamConfig::new().init();
+        checkpoint
+            .save(&model, &optimizer, after_epochs(1), true)
+            .unwrap();
+        checkpoint
+    }
+
+    #[test]
+    fn an_edited_or_foreign_config_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (run, other) = (tmp.path().join("run"), tmp.path().join("other"));
+        saved_checkpoint(&run);
+        assert!(Checkpoint::open(&run).is_ok());
+        // Another run's vocabulary, of the same sizes: only the checksum tells them apart.
+        let (other_checkpoint, _, _) = tiny_checkpoint(&other);
+        let mut vocab = other_checkpoint.vocab.clone();
+        vocab.target = Vocab::build(["u v w x y z"], 1, 100);
+        write_json(&other.join("vocab.json"), &vocab).unwrap();
+        fs::copy(other.join("vocab.json"), run.join("vocab.json")).unwrap();
+        let error = Checkpoint::open(&run).unwrap_err().to_string();
+        assert!(
+            error.contains("vocab.json is not the file state.json recorded"),
+            "{error}"
+        );
+
+        let edited = tmp.path().join("edited");
+        saved_checkpoint(&edited);
+        let model = fs::read_to_string(edited.join("model.json")).unwrap();
+        fs::write(edited.join("model.json"), model.replace("0.0", "0.5")).unwrap();
+        let error = Checkpoint::open(&edited).unwrap_err().to_string();
+        assert!(error.contains("model.json is not the file"), "{error}");
+    }
+
+    #[test]
+    fn a_state_json_naming_files_outside_its_folder_or_impossible_numbers_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let checkpoint = saved_checkpoint(tmp.path());
+        let broken = [
+            TrainState {
+                weights: "../../etc/passwd".into(),
+                ..checkpoint.state.clone()
+            },
+            TrainState {
+                seconds: -5.0,
+                ..checkpoint.state.clone()
+            },
+            TrainState {
+                epoch: 1_000_000,
+                ..checkpoint.state.clone()
+            },
+        ];
+        for (state, why) in broken
+            .iter()
+            .zip(["not a file name", "negative", "history"])
+        {
+            write_json(&tmp.path().join("state.json"), state).unwrap();
+            let error = Checkpoint::open(tmp.path()).unwrap_err().to_string();
+            assert!(error.contains(why), "{error}");
+        }
+    }
+
     #[test]
     fn resuming_continues_with_adams_saved_moments() {
         let tmp = tempfile::tempdir().unwrap();
@@ -767,9 +957,8 @@ mod tests {
             model = adam_step(model, &mut optimizer, &train_device);
         }
         let state = TrainState {
-            epoch: 1,
             step: 3,
-            ..TrainState::default()
+            ..after_epochs(1)
         };
         checkpoint.save(&model, &optimizer, state, true).unwrap();
 
@@ -817,8 +1006,8 @@ mod tests {
             model = adam_step(model, &mut optimizer, &train_device);
             logits_of_epoch.push(logits(&model, &device));
             let state = TrainState {
-                epoch,
-                ..checkpoint.state.clone()
+                checksums: checkpoint.state.checksums.clone(),
+                ..after_epochs(epoch)
             };
             checkpoint.save(&model, &optimizer, state, is_best).unwrap();
             let reopened = Checkpoint::open(tmp.path()).unwrap();

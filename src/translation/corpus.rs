@@ -253,9 +253,14 @@ fn parse_pairs<'a>(lines: impl Iterator<Item = &'a str>, origin: &str) -> Result
     lines
         .enumerate()
         .map(|(number, line)| {
-            let (german, english) = line
-                .split_once('\t')
-                .ok_or_else(|| Error::Input(format!("{origin}:{}: no tab", number + 1)))?;
+            let columns: Vec<&str> = line.split('\t').collect();
+            let [german, english] = columns[..] else {
+                return Err(Error::Input(format!(
+                    "{origin}:{}: {} tab-separated columns, not 2 (german<TAB>english)",
+                    number + 1,
+                    columns.len()
+                )));
+            };
             Ok(Pair {
                 german: german.into(),
                 english: english.into(),
@@ -312,7 +317,7 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf> {
         .to_string();
     let dir = corpus_dir(cache, &version);
     if is_complete(&dir) {
-        eprintln!("corpus already in {}", dir.display());
+        crate::note!("corpus already in {}", dir.display());
         return Ok(dir);
     }
     debian::extract(&deb, &work.join("root"))?;
@@ -339,7 +344,7 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf> {
     };
     for split in Split::ALL {
         let lines = tsv(&mut pairs.iter().filter(|pair| Split::of(&pair.german) == split));
-        eprintln!("{split:?}: {} pairs", lines.lines().count());
+        crate::note!("{split:?}: {} pairs", lines.lines().count());
         write_atomically(&dir.join(split.file_name()), lines.as_bytes())?;
     }
     let held_out: HashSet<&str> = pairs
@@ -348,7 +353,7 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf> {
         .filter(|german| Split::of(german) != Split::Train)
         .collect();
     let lexicon = lexicon_pairs(&dictionary, &held_out);
-    eprintln!("lexicon: {} word and phrase pairs", lexicon.len());
+    crate::note!("lexicon: {} word and phrase pairs", lexicon.len());
     write_atomically(&dir.join(LEXICON), tsv(&mut lexicon.iter()).as_bytes())?;
     Ok(dir)
 }
@@ -428,7 +433,10 @@ mod tests {
     #[test]
     fn a_pairs_file_without_a_tab_names_its_line() {
         let error = parse_pairs("Ja.\tYes.\nNein. No.\n".lines(), "mine.tsv").unwrap_err();
-        assert_eq!(error.to_string(), "mine.tsv:2: no tab");
+        assert_eq!(
+            error.to_string(),
+            "mine.tsv:2: 1 tab-separated columns, not 2 (german<TAB>english)"
+        );
     }
 
     #[test]

@@ -75,11 +75,11 @@ impl DecodeConfig {
         }
     }
 
-    /// Checks every number: a ratio above 0, a beam of 1 to [`validate::MAX_BEAM`], a finite
-    /// α, 1 ≤ n-best ≤ beam.
+    /// Checks every number: a ratio in (0, [`validate::MAX_LENGTH_RATIO`]], a beam of 1 to
+    /// [`validate::MAX_BEAM`], |α| ≤ [`validate::MAX_ALPHA`], 1 ≤ n-best ≤ beam.
     pub fn validate(&self) -> Result<()> {
         let check = || -> Result<(), String> {
-            validate::field("max_len_ratio", self.max_len_ratio, validate::positive)?;
+            validate::field("max_len_ratio", self.max_len_ratio, validate::length_ratio)?;
             if let Search::Beam {
                 size,
                 alpha,
@@ -87,7 +87,7 @@ impl DecodeConfig {
             } = self.search
             {
                 validate::field("beam size", size, validate::beam_size)?;
-                validate::field("alpha", alpha, validate::finite)?;
+                validate::field("alpha", alpha, validate::alpha)?;
                 if !(1..=size).contains(&n_best) {
                     return Err(format!(
                         "n_best: {n_best} is not in 1–{size} (the beam size)"

@@ -31,7 +31,7 @@ use super::decode::{best, decode, DecodeConfig};
 use super::metrics::corpus_bleu;
 use super::vocab::PAD_ID;
 use crate::error::{Error, Result};
-use crate::parallel;
+use crate::{parallel, validate};
 
 /// How a model is trained.
 #[derive(Config, Debug)]
@@ -77,6 +77,8 @@ pub struct TrainConfig {
     /// (0: sentences only). Successive epochs take successive slices of one shuffled lexicon.
     #[config(default = 0)]
     pub lexicon_per_epoch: usize,
+    /// Train on the first N pairs of the training split only (quick checks); `None`: all.
+    pub train_limit: Option<usize>,
 }
 
 /// The training and validation data.
@@ -253,8 +255,12 @@ fn sharded_step(
 
 /// The error that stops a diverging run; the last epoch's checkpoint stays.
 fn diverged(what: String, kept_epoch: usize) -> Error {
+    let kept = match kept_epoch {
+        0 => "no epoch was completed, so nothing is saved".to_string(),
+        epoch => format!("the checkpoint of epoch {epoch} is kept"),
+    };
     Error::Input(format!(
-        "training diverged: {what}; lower --learning-rate (the checkpoint of epoch {kept_epoch} is kept)"
+        "training diverged: {what}; lower --learning-rate ({kept})"
     ))
 }
 
@@ -346,16 +352,16 @@ pub fn train(
             );
         }
         progress.finish();
+        let budget_minutes = validate::show(max_minutes.unwrap_or(0.0));
         if trained_batches == 0 {
-            eprintln!(
-                "time budget of {:.1} min reached: keeping the checkpoint of epoch {}",
-                max_minutes.unwrap_or(0.0),
-                state.epoch
-            );
+            match state.epoch {
+                0 => crate::note!("time budget of {budget_minutes} min reached before the first batch: nothing is trained"),
+                kept => crate::note!("time budget of {budget_minutes} min reached: keeping the checkpoint of epoch {kept}"),
+            }
             return Ok(model);
         }
         if out_of_time {
-            eprintln!("time budget of {:.1} min reached after {trained_batches} of {} batches: epoch {epoch} ends here", max_minutes.unwrap_or(0.0), batches.len());
+            crate::note!("time budget of {budget_minutes} min reached after {trained_batches} of {} batches: epoch {epoch} ends here", batches.len());
         }
         let valid_model = model.valid();
         let valid_loss = mean_loss(
@@ -396,7 +402,7 @@ pub fn train(
             valid_bleu: bleu.score,
             seconds: state.seconds,
         });
-        eprintln!(
+        crate::note!(
             "epoch {epoch}: train loss {:.3}, valid loss {valid_loss:.3}, valid BLEU {:.2} ({:.0} s)",
             loss_sum / token_sum.max(1) as f64,
             bleu.score,

@@ -74,8 +74,6 @@ pub struct TrainSpec {
     pub epochs: Option<usize>,
     /// Continue the run in the output folder rather than start one.
     pub resume: bool,
-    /// Train on the first N training pairs only.
-    pub train_limit: Option<usize>,
     /// The corpus folder; `None`: the newest under `~/.cache/attnzoo`.
     pub corpus: Option<PathBuf>,
 }
@@ -96,7 +94,6 @@ impl Default for TrainSpec {
             config: TrainConfig::new().with_learning_rate(model.default_learning_rate()),
             epochs: None,
             resume: false,
-            train_limit: None,
             corpus: None,
         }
     }
@@ -106,14 +103,11 @@ impl TrainSpec {
     /// Checks every number, naming the bad one.
     pub fn validate(&self) -> Result<()> {
         let check = || -> Result<(), String> {
-            validate::field("hidden", self.hidden, validate::at_least_one)?;
-            validate::field("layers", self.layers, validate::at_least_one)?;
+            validate::field("hidden", self.hidden, validate::width)?;
+            validate::field("layers", self.layers, validate::layers)?;
             validate::field("dropout", self.dropout, validate::fraction_below_one)?;
             if let Some(epochs) = self.epochs {
                 validate::field("epochs", epochs, validate::at_least_one)?;
-            }
-            if let Some(limit) = self.train_limit {
-                validate::field("train_limit", limit, validate::at_least_one)?;
             }
             validate_train(&self.config)
         };
@@ -193,71 +187,89 @@ pub fn run(
         Some(dir) => dir.clone(),
         None => find_corpus(&home_cache())?,
     };
-    let mut train_pairs = read_split(&corpus, Split::Train)?;
-    if let Some(limit) = spec.train_limit {
-        train_pairs.truncate(limit);
-    }
-    if train_pairs.is_empty() {
-        return Err(Error::Input(format!(
-            "{} has no training pairs",
-            corpus.join(Split::Train.file_name()).display()
-        )));
-    }
-    let valid_pairs = read_split(&corpus, Split::Valid)?;
-    // The lexicon is read only by runs that train on it.
-    let lexicon_for = |config: &TrainConfig| match config.lexicon_per_epoch {
-        0 => Ok(Vec::new()),
-        _ => read_lexicon(&corpus),
+    let resumed = match spec.resume {
+        true => {
+            let mut checkpoint = Checkpoint::resume(out)?;
+            if let Some(epochs) = spec.epochs {
+                let done = checkpoint.state.epoch;
+                if epochs <= done {
+                    return Err(Error::Input(format!(
+                        "--epochs {epochs}: {} has trained {done} epochs already; ask for more to continue it",
+                        out.display()
+                    )));
+                }
+                checkpoint.train.epochs = epochs;
+            }
+            Some(checkpoint)
+        }
+        false => None,
     };
-    let mut checkpoint = if spec.resume {
-        let mut checkpoint = Checkpoint::resume(out)?;
-        if let Some(epochs) = spec.epochs {
-            checkpoint.train.epochs = epochs;
+    let config = match &resumed {
+        Some(checkpoint) => checkpoint.train.clone(),
+        None => TrainConfig {
+            epochs: spec.epochs.unwrap_or(spec.config.epochs),
+            ..spec.config.clone()
+        },
+    };
+    let train_pairs = read_split(&corpus, Split::Train)?;
+    let train_pairs = &train_pairs[..config
+        .train_limit
+        .unwrap_or(usize::MAX)
+        .min(train_pairs.len())];
+    let valid_pairs = read_split(&corpus, Split::Valid)?;
+    for (split, pairs) in [
+        (Split::Train, train_pairs),
+        (Split::Valid, &valid_pairs[..]),
+    ] {
+        if pairs.is_empty() {
+            return Err(Error::Input(format!(
+                "{} holds no sentence pairs",
+                corpus.join(split.file_name()).display()
+            )));
         }
-        eprintln!(
-            "resuming {} after epoch {} ({:.0} s trained)",
-            out.display(),
-            checkpoint.state.epoch,
-            checkpoint.state.seconds
-        );
-        checkpoint
-    } else {
-        let mut config = spec.config.clone();
-        if let Some(epochs) = spec.epochs {
-            config.epochs = epochs;
+    }
+    let lexicon_pairs = match config.lexicon_per_epoch {
+        0 => Vec::new(),
+        _ => read_lexicon(&corpus)?,
+    };
+    let mut checkpoint = match resumed {
+        Some(checkpoint) => {
+            crate::note!(
+                "resuming {} after epoch {} ({:.0} s trained)",
+                out.display(),
+                checkpoint.state.epoch,
+                checkpoint.state.seconds
+            );
+            checkpoint
         }
-        let lexicon_pairs = lexicon_for(&config)?;
-        let vocab = build_vocabularies(&train_pairs, &lexicon_pairs, &config)?;
-        let model = spec.model_config(vocab.source.len(), vocab.target.len());
-        let checkpoint = Checkpoint::create(out, model, config, vocab)?;
-        let vocab = &checkpoint.vocab;
-        eprintln!(
-            "{} training pairs, {} vocabularies of {} (German) and {} (English) tokens",
-            train_pairs.len(),
-            if vocab.source.is_subword() {
-                "subword"
-            } else {
-                "word"
-            },
-            vocab.source.len(),
-            vocab.target.len()
-        );
-        checkpoint
+        None => {
+            let vocab = build_vocabularies(train_pairs, &lexicon_pairs, &config)?;
+            let model = spec.model_config(vocab.source.len(), vocab.target.len());
+            let checkpoint = Checkpoint::create(out, model, config, vocab)?;
+            let vocab = &checkpoint.vocab;
+            crate::note!(
+                "{} training pairs, {} vocabularies of {} (German) and {} (English) tokens",
+                train_pairs.len(),
+                if vocab.source.is_subword() {
+                    "subword"
+                } else {
+                    "word"
+                },
+                vocab.source.len(),
+                vocab.target.len()
+            );
+            checkpoint
+        }
     };
     let max_len = checkpoint.max_source_len();
     let vocab = &checkpoint.vocab;
     let data = Data {
-        train: examples(&train_pairs, &vocab.source, &vocab.target, max_len),
-        lexicon: examples(
-            &lexicon_for(&checkpoint.train)?,
-            &vocab.source,
-            &vocab.target,
-            max_len,
-        ),
+        train: examples(train_pairs, &vocab.source, &vocab.target, max_len),
+        lexicon: examples(&lexicon_pairs, &vocab.source, &vocab.target, max_len),
         valid: examples(&valid_pairs, &vocab.source, &vocab.target, max_len),
         valid_pairs,
     };
-    eprintln!("training on {device:?}");
+    crate::note!("training on {device:?}");
     let train_device = device.clone().autodiff();
     train_device.seed(checkpoint.train.seed);
     let model = if checkpoint.state.weights.is_empty() {

@@ -78,7 +78,7 @@ impl Translator {
     fn source_ids(&self, sentence: &str, number: usize, max_len: usize) -> Vec<usize> {
         let mut ids = self.checkpoint.vocab.source.encode(sentence);
         if ids.len() > max_len {
-            eprintln!(
+            crate::note!(
                 "warning: sentence {number} has {} tokens; translating the first {max_len}",
                 ids.len()
             );

@@ -80,9 +80,54 @@ pub enum Pooling {
     Cls,
 }
 
+/// The most parameters a [`BertConfig`] may ask for: 4 GiB of `f32`, BERT-large thrice over.
+const MAX_PARAMETERS: u128 = 1 << 30;
+
 impl BertConfig {
+    /// Refuses a config no BERT has: a size of 0, heads that do not divide the width, an epsilon
+    /// that is not a small positive number, more than [`MAX_PARAMETERS`] parameters.
+    pub fn check(&self) -> Result<(), AttnError> {
+        for (name, value) in [
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+            ("intermediate_size", self.intermediate_size),
+            ("max_position_embeddings", self.max_position_embeddings),
+            ("type_vocab_size", self.type_vocab_size),
+        ] {
+            ensure!(value >= 1, "config {name} is {value}: must be at least 1");
+        }
+        ensure!(
+            self.hidden_size % self.num_attention_heads == 0,
+            "config hidden_size {} is not a multiple of num_attention_heads {}",
+            self.hidden_size,
+            self.num_attention_heads
+        );
+        ensure!(
+            self.layer_norm_eps.is_finite()
+                && self.layer_norm_eps > 0.0
+                && self.layer_norm_eps < 1.0,
+            "config layer_norm_eps is {}: must be in (0, 1)",
+            self.layer_norm_eps
+        );
+        let [hidden, inner] = [self.hidden_size, self.intermediate_size].map(|n| n as u128);
+        let embeddings = (self.vocab_size as u128
+            + self.max_position_embeddings as u128
+            + self.type_vocab_size as u128)
+            * hidden;
+        let layer = 4 * hidden * hidden + 2 * hidden * inner;
+        let parameters = embeddings + self.num_hidden_layers as u128 * layer;
+        ensure!(
+            parameters <= MAX_PARAMETERS,
+            "config asks for {parameters} parameters, more than the {MAX_PARAMETERS} this encoder loads"
+        );
+        Ok(())
+    }
+
     /// Builds a randomly initialised model.
     pub fn try_init(&self, device: &Device) -> Result<Bert, AttnError> {
+        self.check()?;
         let activation = match self.hidden_act.as_str() {
             "gelu" => FeedForwardActivation::Gelu,
             "relu" => FeedForwardActivation::Relu,
@@ -158,7 +203,8 @@ impl Bert {
     }
 
     /// Loads Hugging Face BERT weights (PyTorch layout, HF names); every weight of this module
-    /// must be present with its shape. Extra tensors (the pooler, `position_ids`) are ignored.
+    /// must be present with its shape, and no encoder weight may be left over (a file of more
+    /// layers than the config's). Other extra tensors (the pooler, `position_ids`) are ignored.
     pub fn load_safetensors(&mut self, path: &Path) -> Result<(), AttnError> {
         ensure!(path.is_file(), "no weights file at {}", path.display());
         let mut store = HF_KEY_REMAPPING.iter().fold(
@@ -176,6 +222,14 @@ impl Bert {
             .iter()
             .map(|(name, _)| format!("missing weight {name}"))
             .chain(result.errors.iter().map(ToString::to_string))
+            .chain(
+                result
+                    .unused
+                    .iter()
+                    .filter(|name| name.starts_with("encoder."))
+                    .take(1)
+                    .map(|name| format!("weight {name} has no place in the config's encoder")),
+            )
             .collect();
         ensure!(
             problems.is_empty(),
@@ -291,16 +345,41 @@ mod tests {
         );
         // A checkpoint of a narrower model: every shape is wrong.
         let narrow = BertConfig::new(10, 4, 1, 2, 16).try_init(&device).unwrap();
-        let dir = std::env::temp_dir().join(format!("attnzoo-bert-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("narrow.safetensors");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("narrow.safetensors");
         let mut store = SafetensorsStore::from_file(&path);
         narrow.save_into(&mut store).unwrap();
         let error = bert.load_safetensors(&path).unwrap_err().to_string();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             error.contains("encoder.layers.0.feed_forward.linear1.weight"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_file_of_more_layers_than_the_config_is_refused() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let deeper = BertConfig::new(10, 8, 2, 2, 16).try_init(&device).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deeper.safetensors");
+        deeper
+            .save_into(&mut SafetensorsStore::from_file(&path))
+            .unwrap();
+        let mut shallow = BertConfig::new(10, 8, 1, 2, 16).try_init(&device).unwrap();
+        let error = shallow.load_safetensors(&path).unwrap_err().to_string();
+        assert!(error.contains("encoder.layers.1."), "{error}");
+    }
+
+    #[test]
+    fn a_config_no_bert_has_is_refused_before_anything_is_allocated() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let refused = |config: BertConfig| config.try_init(&device).unwrap_err().to_string();
+        let valid = || BertConfig::new(10, 8, 1, 2, 16);
+        assert!(refused(valid().with_layer_norm_eps(-1.0)).contains("layer_norm_eps"));
+        assert!(refused(valid().with_layer_norm_eps(f64::NAN)).contains("layer_norm_eps"));
+        assert!(refused(BertConfig::new(10, 8, 1, 3, 16)).contains("multiple"));
+        assert!(refused(BertConfig::new(0, 8, 1, 2, 16)).contains("vocab_size"));
+        assert!(refused(BertConfig::new(10, 8, 1_000_000_000, 2, 16)).contains("parameters"));
+        assert!(refused(valid().with_max_position_embeddings(usize::MAX)).contains("parameters"));
     }
 }

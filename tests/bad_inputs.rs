@@ -247,11 +247,15 @@ fn numeric_options_are_checked_where_they_are_parsed() {
             "--max-len-ratio",
         ),
         case(
-            &format!("{train}|--learning-rate|2"),
+            &format!("{train}|--learning-rate|11"),
             2,
-            "learning rate in (0, 1]",
+            "learning rate in (0, 10]",
         ),
-        case(&format!("{train}|--hidden|100000"), 2, "width in 1"),
+        case(
+            "train|--out|{dir}/new|--corpus|{dir}/corpus|--hidden|100000",
+            2,
+            "width in 1",
+        ),
         case(&format!("{train}|--layers|4000000000"), 2, "layers in 1"),
         case(
             &format!("{train}|--model|transformer|--attention|dot"),
@@ -847,7 +851,8 @@ fn a_diverging_run_stops_with_an_error_and_saves_nothing_wrecked() {
     write_corpus(&corpus);
     let mut args = train_args(&corpus, &out, 3);
     let rate = args.iter().position(|a| a == "--learning-rate").unwrap() + 1;
-    args[rate] = "1e9".into();
+    args[rate] = "10".into();
+    args.extend(["--warmup-steps".into(), "1".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, _, stderr) = common::attnzoo(&args, b"");
     assert_eq!(code, 2, "{stderr}");

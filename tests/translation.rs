@@ -288,7 +288,10 @@ fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
         vocab.replacen("\"schläft\",", "", 1),
     )
     .unwrap();
-    one_line(run(&foreign), "different runs");
+    one_line(
+        run(&foreign),
+        "vocab.json is not the file state.json recorded",
+    );
     // Truncated weights.
     let weights = std::fs::read_dir(&foreign)
         .unwrap()

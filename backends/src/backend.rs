@@ -374,6 +374,22 @@ mod tests {
     }
 
     #[test]
+    fn a_device_without_a_backend_goes_to_a_backend_that_has_it() {
+        let cpu = Backend::auto_for(DeviceSpec::Cpu);
+        if Backend::ALL.iter().any(|b| b.is_compiled()) {
+            let (backend, _) = cpu.unwrap();
+            assert!(backend.device(DeviceSpec::Cpu).is_ok(), "{backend:?}");
+        }
+        if !Backend::Tch.is_compiled() {
+            let error = Backend::auto_for(DeviceSpec::Mps).unwrap_err();
+            assert_eq!(error, BackendError::NoBackendHas(DeviceSpec::Mps));
+            assert!(error
+                .to_string()
+                .contains("no backend of this build has a device `mps`"));
+        }
+    }
+
+    #[test]
     fn names_round_trip() {
         for backend in Backend::ALL {
             assert_eq!(Backend::from_name(backend.name()), Some(backend));

@@ -11,7 +11,7 @@ fn number<T: FromStr>(text: &str) -> Result<T, String> {
         .map_err(|_| format!("`{text}` is not a number of the kind expected"))
 }
 
-/// A learning rate in `(0, 1]`.
+/// A learning rate in `(0, 10]`.
 pub fn learning_rate(text: &str) -> Result<f64, String> {
     validate::learning_rate(number(text)?)
 }

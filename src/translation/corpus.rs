@@ -315,11 +315,8 @@ fn download_and_split(cache: &Path, work: &Path) -> Result<PathBuf> {
         .and_then(|rest| rest.split('_').next())
         .ok_or_else(|| Error::Input(format!("unexpected package name {}", deb.display())))?
         .to_string();
+    // The splits are written again even where they exist: that repairs a damaged cache.
     let dir = corpus_dir(cache, &version);
-    if is_complete(&dir) {
-        crate::note!("corpus already in {}", dir.display());
-        return Ok(dir);
-    }
     debian::extract(&deb, &work.join("root"))?;
     let dictionary_path = work.join("root/usr/share/trans/de-en");
     let dictionary = fs::read_to_string(&dictionary_path).map_err(|error| {

@@ -12,6 +12,7 @@
 
 pub mod attention;
 mod error;
+pub mod finite;
 pub mod position;
 pub mod seq2seq;
 pub mod transformer;

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use attnzoo_models::attention::AlignmentScore;
+use attnzoo_models::finite::non_finite_parameters;
 use attnzoo_models::seq2seq::{Seq2Seq, Seq2SeqConfig};
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::ModuleOptimizer;
@@ -130,15 +131,22 @@ fn checksum(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The start of a long report as one line (its lines joined), at most 160 characters: Burn's
-/// "Tensor not found:" names the tensor on the next line.
+/// A long report of Burn's as one line of at most 160 characters: its first line, and the first
+/// tensor its summary box lists ("Tensor not found: ┌─ Tensor Loading Summary … • name").
 fn first_line(report: &str) -> String {
     let lines: Vec<&str> = report
         .lines()
-        .map(str::trim)
+        .map(|line| line.trim_start_matches(['│', ' ']).trim())
         .filter(|line| !line.is_empty())
         .collect();
-    lines.join(" ").chars().take(160).collect()
+    let head = lines
+        .first()
+        .map_or("", |line| line.split('┌').next().unwrap_or("").trim());
+    let line = match lines.iter().find_map(|line| line.strip_prefix("• ")) {
+        Some(tensor) => format!("{head} {tensor}"),
+        None => head.to_string(),
+    };
+    line.chars().take(160).collect()
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
@@ -328,9 +336,6 @@ struct ParamPaths {
     path: Vec<String>,
     ids: BTreeMap<String, u64>,
     missing: Vec<String>,
-    /// Whether visiting also checks that every value is finite.
-    check_finite: bool,
-    not_finite: Vec<String>,
 }
 
 impl ModuleVisitor for ParamPaths {
@@ -343,12 +348,7 @@ impl ModuleVisitor for ParamPaths {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let path = self.path.join(".");
-        // NaN and ±∞ survive a sum of absolute values.
-        if self.check_finite && !param.val().abs().sum().into_scalar::<f32>().is_finite() {
-            self.not_finite.push(path.clone());
-        }
-        self.ids.insert(path, param.id.val());
+        self.ids.insert(self.path.join("."), param.id.val());
     }
 }
 
@@ -602,16 +602,12 @@ impl Checkpoint {
                 first_error.map(|e| format!(", {e}")).unwrap_or_default()
             )));
         }
-        let mut paths = ParamPaths {
-            check_finite: true,
-            ..ParamPaths::default()
-        };
-        model.visit(&mut paths);
-        if let Some(first) = paths.not_finite.first() {
+        let not_finite = non_finite_parameters(&model);
+        if let Some(first) = not_finite.first() {
             return Err(Error::Input(format!(
                 "{}: weights that are not finite numbers ({first} and {} more): the run diverged; train again with a lower --learning-rate",
                 path.display(),
-                paths.not_finite.len() - 1
+                not_finite.len() - 1
             )));
         }
         Ok(model)
@@ -889,6 +885,18 @@ mod tests {
             .save(&model, &optimizer, after_epochs(1), true)
             .unwrap();
         checkpoint
+    }
+
+    #[test]
+    fn burns_loading_summary_becomes_one_line_naming_a_tensor() {
+        let report = "Tensor not found: ┌─ Tensor Loading Summary ─────\n│\n│ ✓ Successfully \
+                      applied: 92 tensors\n│  First 10 missing tensors:\n│    • Transformer.encoder.\
+                      layers.2.norm1.gamma\n│    • other\n└─────";
+        assert_eq!(
+            first_line(report),
+            "Tensor not found: Transformer.encoder.layers.2.norm1.gamma"
+        );
+        assert_eq!(first_line("\n  one line \n"), "one line");
     }
 
     #[test]

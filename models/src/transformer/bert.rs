@@ -20,6 +20,7 @@ use super::encoder::{Encoder, EncoderConfig};
 use super::feed_forward::FeedForwardActivation;
 use super::layer::LayerConfig;
 use crate::error::ensure;
+use crate::finite::non_finite_parameters;
 use crate::AttnError;
 
 /// A Hugging Face `config.json` of a BERT model (the fields this encoder uses; others are ignored).
@@ -203,7 +204,7 @@ impl Bert {
     }
 
     /// Loads Hugging Face BERT weights (PyTorch layout, HF names); every weight of this module
-    /// must be present with its shape, and no encoder weight may be left over (a file of more
+    /// must be present with its shape and finite, and no encoder weight may be left over (a file of more
     /// layers than the config's). Other extra tensors (the pooler, `position_ids`) are ignored.
     pub fn load_safetensors(&mut self, path: &Path) -> Result<(), AttnError> {
         ensure!(path.is_file(), "no weights file at {}", path.display());
@@ -236,6 +237,13 @@ impl Bert {
             "{} does not fit this BERT: {}",
             path.display(),
             problems.join("; ")
+        );
+        let not_finite = non_finite_parameters(self);
+        ensure!(
+            not_finite.is_empty(),
+            "{}: weights that are not finite numbers ({})",
+            path.display(),
+            not_finite.join(", ")
         );
         Ok(())
     }

@@ -20,11 +20,15 @@ pub const MAX_ALPHA: f64 = 10.0;
 /// The longest translation, as a multiple of its source's length.
 pub const MAX_LENGTH_RATIO: f64 = 100.0;
 
-/// `value` as a reader wants it in a message: `0.05`, `1e30`, `1e-300` — never 300 digits.
+/// `value` as a reader wants it in a message: `0.05`, `0.0625`, `1e30`, `1e-300` — at most
+/// four decimals, never 300 digits.
 pub fn show(value: f64) -> String {
     let magnitude = value.abs();
-    if magnitude == 0.0 || (1e-4..1e9).contains(&magnitude) || !value.is_finite() {
+    if magnitude == 0.0 || !value.is_finite() {
         format!("{value}")
+    } else if (1e-4..1e9).contains(&magnitude) {
+        let text = format!("{value:.4}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         format!("{value:e}")
     }
@@ -190,6 +194,8 @@ mod tests {
         );
         assert_eq!(positive(-1e-300).unwrap_err(), "-1e-300 is not above 0");
         assert_eq!(show(0.05), "0.05");
+        assert_eq!(show(0.062498049650000005), "0.0625");
+        assert_eq!(show(10080.0), "10080");
         assert_eq!(show(f64::NAN), "NaN");
     }
 }

@@ -749,6 +749,14 @@ fn wait_for_text(path: &Path) {
     }
 }
 
+/// The epochs the run in `out` has saved (0 before its first).
+fn epochs_done(out: &Path) -> usize {
+    std::fs::read_to_string(out.join("state.json")).map_or(0, |text| {
+        let state: serde_json::Value = serde_json::from_str(&text).unwrap();
+        state["epoch"].as_u64().unwrap() as usize
+    })
+}
+
 #[test]
 fn a_second_run_on_a_folder_in_training_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -778,8 +786,9 @@ fn a_second_run_on_a_folder_in_training_is_refused() {
     }
     first.kill().unwrap();
     first.wait().unwrap();
-    // The lock goes with its process: the folder can be resumed now.
-    let mut args = train_args(&corpus, &out, 1);
+    // The lock goes with its process: the folder can be resumed now, for one epoch more than
+    // the first run finished (if it finished any).
+    let mut args = train_args(&corpus, &out, epochs_done(&out) + 1);
     args.push("--resume".into());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, _, stderr) = common::attnzoo(&args, b"");
@@ -822,13 +831,7 @@ fn a_run_killed_at_random_moments_always_leaves_a_usable_folder() {
     }
     // On a busy machine no epoch may have finished between the kills: the folder must still be
     // accepted, resumed or started afresh.
-    let epochs = match std::fs::read_to_string(out.join("state.json")) {
-        Ok(text) => serde_json::from_str::<serde_json::Value>(&text).unwrap()["epoch"]
-            .as_u64()
-            .unwrap() as usize,
-        Err(_) => 0,
-    };
-    let mut args = train_args(&corpus, &out, epochs + 1);
+    let mut args = train_args(&corpus, &out, epochs_done(&out) + 1);
     if out.join("model.json").is_file() {
         args.push("--resume".into());
     }

@@ -75,16 +75,20 @@ pub fn fraction_below_one(value: f64) -> Result<f64, String> {
     }
 }
 
+/// A finite number above 0 and at most `high`, said as `what`.
+fn positive_up_to(value: f64, high: f64, what: &str) -> Result<f64, String> {
+    positive(value)?;
+    within(value, 0.0, high, what)
+}
+
 /// A learning rate: above 0, at most [`MAX_LEARNING_RATE`].
 pub fn learning_rate(value: f64) -> Result<f64, String> {
-    positive(value)?;
-    within(value, 0.0, MAX_LEARNING_RATE, "a learning rate in (0, 10]")
+    positive_up_to(value, MAX_LEARNING_RATE, "a learning rate in (0, 10]")
 }
 
 /// A time budget in minutes: above 0, at most [`MAX_MINUTES`].
 pub fn minutes(value: f64) -> Result<f64, String> {
-    positive(value)?;
-    within(value, 0.0, MAX_MINUTES, "in (0, 10080] minutes (a week)")
+    positive_up_to(value, MAX_MINUTES, "in (0, 10080] minutes (a week)")
 }
 
 /// Beam search's length-penalty α: in `[-MAX_ALPHA, MAX_ALPHA]`.
@@ -95,8 +99,7 @@ pub fn alpha(value: f64) -> Result<f64, String> {
 /// The longest translation as a multiple of the source length: above 0, at most
 /// [`MAX_LENGTH_RATIO`].
 pub fn length_ratio(value: f64) -> Result<f64, String> {
-    positive(value)?;
-    within(value, 0.0, MAX_LENGTH_RATIO, "in (0, 100]")
+    positive_up_to(value, MAX_LENGTH_RATIO, "in (0, 100]")
 }
 
 /// The widest state a model config may ask for: an RNN's width, a Transformer's `d_model` or
@@ -109,24 +112,27 @@ pub const MAX_LAYERS: usize = 64;
 /// The most parameters a model config may ask for: 4 GiB of `f32`.
 pub const MAX_PARAMETERS: f64 = (1u64 << 30) as f64;
 
-/// A width: 1 to [`MAX_WIDTH`].
-pub fn width(value: usize) -> Result<usize, String> {
-    if (1..=MAX_WIDTH).contains(&value) {
+/// A count from 1 to `high`; else `why(value)`.
+fn one_to(value: usize, high: usize, why: impl Fn(usize) -> String) -> Result<usize, String> {
+    if (1..=high).contains(&value) {
         Ok(value)
     } else {
-        Err(format!("{value} is not a width in 1–{MAX_WIDTH}"))
+        Err(why(value))
     }
+}
+
+/// A width: 1 to [`MAX_WIDTH`].
+pub fn width(value: usize) -> Result<usize, String> {
+    one_to(value, MAX_WIDTH, |v| {
+        format!("{v} is not a width in 1–{MAX_WIDTH}")
+    })
 }
 
 /// A count of layers: 1 to [`MAX_LAYERS`].
 pub fn layers(value: usize) -> Result<usize, String> {
-    if (1..=MAX_LAYERS).contains(&value) {
-        Ok(value)
-    } else {
-        Err(format!(
-            "{value} is not a number of layers in 1–{MAX_LAYERS}"
-        ))
-    }
+    one_to(value, MAX_LAYERS, |v| {
+        format!("{v} is not a number of layers in 1–{MAX_LAYERS}")
+    })
 }
 
 /// A count of at least 1.
@@ -140,13 +146,9 @@ pub fn at_least_one(value: usize) -> Result<usize, String> {
 
 /// A beam size: 1 (greedy) to [`MAX_BEAM`].
 pub fn beam_size(value: usize) -> Result<usize, String> {
-    if (1..=MAX_BEAM).contains(&value) {
-        Ok(value)
-    } else {
-        Err(format!(
-            "beam size {value} is not in 1–{MAX_BEAM} (1 is greedy search)"
-        ))
-    }
+    one_to(value, MAX_BEAM, |v| {
+        format!("beam size {v} is not in 1–{MAX_BEAM} (1 is greedy search)")
+    })
 }
 
 /// `field: why` when `check(value)` fails: how a config file's bad field is reported.

@@ -163,17 +163,12 @@ impl Backend {
     /// The first backend, in [`Backend::auto`]'s order, that has a device `spec` and opens it:
     /// `--device cuda:1` without `--backend`.
     pub fn auto_for(spec: DeviceSpec) -> Result<(Backend, Device), BackendError> {
-        let mut backends: Vec<Backend> = Vec::new();
+        let mut candidates: Vec<(Backend, DeviceSpec)> = Vec::new();
         for (backend, _) in Self::AUTO_ORDER {
-            if !backends.contains(&backend) {
-                backends.push(backend);
+            if backend.device(spec).is_ok() && !candidates.contains(&(backend, spec)) {
+                candidates.push((backend, spec));
             }
         }
-        let candidates: Vec<(Backend, DeviceSpec)> = backends
-            .into_iter()
-            .filter(|backend| backend.device(spec).is_ok())
-            .map(|backend| (backend, spec))
-            .collect();
         if candidates.is_empty() {
             return Err(BackendError::NoBackendHas(spec));
         }

@@ -133,7 +133,7 @@ fn checksum(bytes: &[u8]) -> u64 {
 
 /// A long report of Burn's as one line of at most 160 characters: its first line, and the first
 /// tensor its summary box lists ("Tensor not found: ┌─ Tensor Loading Summary … • name").
-fn first_line(report: &str) -> String {
+fn one_line(report: &str) -> String {
     let lines: Vec<&str> = report
         .lines()
         .map(|line| line.trim_start_matches(['│', ' ']).trim())
@@ -149,39 +149,28 @@ fn first_line(report: &str) -> String {
     line.chars().take(160).collect()
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+/// Reads JSON file `path` of a checkpoint, checking it against the checksum `state.json`
+/// recorded for it, if any (none for `state.json` itself, nor for configs of runs saved before
+/// configs had one).
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, recorded: Option<u64>) -> Result<T> {
     let text = fs::read_to_string(path).map_err(|error| {
         Error::Input(format!(
             "not a checkpoint: cannot read {}: {error}",
             path.display()
         ))
     })?;
+    if recorded.is_some_and(|expected| checksum(text.as_bytes()) != expected) {
+        return Err(Error::Input(format!(
+            "{} is not the file state.json recorded (edited, or from another run)",
+            path.display()
+        )));
+    }
     serde_json::from_str(&text).map_err(|error| {
         Error::Input(format!(
             "damaged checkpoint file {}: {error}",
             path.display()
         ))
     })
-}
-
-/// Reads config `name` of the run in `dir`, checking it against the checksum `state.json`
-/// recorded for it (none for runs saved before configs had one).
-fn read_config<T: serde::de::DeserializeOwned>(
-    dir: &Path,
-    name: &str,
-    recorded: Option<u64>,
-) -> Result<T> {
-    let path = dir.join(name);
-    if let Some(expected) = recorded {
-        let bytes = fs::read(&path).map_err(|error| Error::read(&path, error))?;
-        if checksum(&bytes) != expected {
-            return Err(Error::Input(format!(
-                "{} is not the file state.json recorded (edited, or from another run)",
-                path.display()
-            )));
-        }
-    }
-    read_json(&path)
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
@@ -494,17 +483,17 @@ impl Checkpoint {
             move |why: String| Error::Input(format!("{}: {why}", path.display()))
         };
         let mut state: TrainState = if trained {
-            read_json(&dir.join("state.json"))?
+            read_json(&dir.join("state.json"), None)?
         } else {
             TrainState::default()
         };
         validate_state(&state).map_err(in_file("state.json"))?;
         let recorded = |name: &str| state.checksums.get(name).copied();
-        let model: Seq2SeqConfig = read_config(dir, "model.json", recorded("model.json"))?;
+        let model: Seq2SeqConfig = read_json(&dir.join("model.json"), recorded("model.json"))?;
         validate_model(&model).map_err(in_file("model.json"))?;
-        let train: TrainConfig = read_config(dir, "train.json", recorded("train.json"))?;
+        let train: TrainConfig = read_json(&dir.join("train.json"), recorded("train.json"))?;
         validate_train(&train).map_err(in_file("train.json"))?;
-        let vocab: Vocabularies = read_config(dir, "vocab.json", recorded("vocab.json"))?;
+        let vocab: Vocabularies = read_json(&dir.join("vocab.json"), recorded("vocab.json"))?;
         let damaged =
             |error: String| Error::Input(format!("{}: damaged vocab.json: {error}", dir.display()));
         let vocab = Vocabularies {
@@ -590,11 +579,11 @@ impl Checkpoint {
                 Error::Input(format!(
                     "{}: damaged or foreign weights file ({})",
                     path.display(),
-                    first_line(&error.to_string())
+                    one_line(&error.to_string())
                 ))
             })?;
         if !result.missing.is_empty() || !result.errors.is_empty() {
-            let first_error = result.errors.first().map(|e| first_line(&e.to_string()));
+            let first_error = result.errors.first().map(|e| one_line(&e.to_string()));
             return Err(Error::Input(format!(
                 "{}: weights that do not fit model.json ({} tensors missing{})",
                 path.display(),
@@ -646,7 +635,7 @@ impl Checkpoint {
                 Error::Input(format!(
                     "{}: damaged optimizer state ({})",
                     path.display(),
-                    first_line(&error.to_string())
+                    one_line(&error.to_string())
                 ))
             })?;
         Ok((model, optimizer))
@@ -671,7 +660,7 @@ impl Checkpoint {
             .map_err(|error| {
                 Error::Input(format!(
                     "cannot serialise the weights: {}",
-                    first_line(&error.to_string())
+                    one_line(&error.to_string())
                 ))
             })?;
         write_atomically(&self.dir.join(&name), &weights)?;
@@ -893,10 +882,10 @@ mod tests {
                       applied: 92 tensors\n│  First 10 missing tensors:\n│    • Transformer.encoder.\
                       layers.2.norm1.gamma\n│    • other\n└─────";
         assert_eq!(
-            first_line(report),
+            one_line(report),
             "Tensor not found: Transformer.encoder.layers.2.norm1.gamma"
         );
-        assert_eq!(first_line("\n  one line \n"), "one line");
+        assert_eq!(one_line("\n  one line \n"), "one line");
     }
 
     #[test]

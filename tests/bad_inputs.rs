@@ -377,6 +377,18 @@ fn damaged_and_foreign_checkpoints_are_one_line_errors() {
         ),
         ("train.json", "\"max_len\": 50", "\"max_len\": 0", "max_len"),
         ("train.json", "\"epochs\": 1", "\"epochs\": 0", "epochs"),
+        (
+            "train.json",
+            "\"train_limit\": null",
+            "\"train_limit\": 0",
+            "train_limit",
+        ),
+        (
+            "model.json",
+            "\"hidden_dim\": 8",
+            "\"hidden_dim\": 1000000000000",
+            "is not a width",
+        ),
         ("vocab.json", "\"<unk>\",", "\"<unk>\",\"<unk>\",", "twice"),
         ("vocab.json", "\"<pad>\",", "", "vocab.json"),
         ("vocab.json", "\"tokens\"", "\"tokenz\"", "vocab.json"),

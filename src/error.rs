@@ -28,6 +28,9 @@ pub enum Error {
     /// A model rejected its config or input.
     #[error(transparent)]
     Model(#[from] AttnError),
+    /// The machine failed, not the input: a thread that cannot start, a backend that panicked.
+    #[error("{0}")]
+    Machine(String),
 }
 
 /// The library's result.
@@ -54,7 +57,11 @@ impl Error {
 
     /// Whether the environment failed (a full disk, a quota) rather than the input being wrong.
     pub fn is_environment(&self) -> bool {
-        matches!(self, Error::Io { error, .. } if is_environment(error))
+        match self {
+            Error::Io { error, .. } => is_environment(error),
+            Error::Machine(_) => true,
+            _ => false,
+        }
     }
 }
 

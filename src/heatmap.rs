@@ -27,9 +27,12 @@ pub struct Heatmap<'a> {
 }
 
 const CELL: i32 = 28;
-const MARGIN: i32 = 120;
+/// About how wide a character of the 13 px labels is, in pixels.
+const CHAR: i32 = 8;
+/// Height of the title line.
+const TITLE: i32 = 30;
 /// Room right of the cells for the colour bar and its labels.
-const BAR_SPACE: i32 = 60;
+const BAR_SPACE: i32 = 50;
 /// Shades in the colour bar.
 const BAR_STEPS: i32 = 10;
 
@@ -39,14 +42,40 @@ fn shade(weight: f32) -> RGBColor {
     RGBColor(level, level, 255)
 }
 
+/// The longest label's length in characters.
+fn longest(labels: &[String]) -> i32 {
+    labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as i32
+}
+
 impl Heatmap<'_> {
+    /// Left of the cells: room for the row labels.
+    fn left(&self) -> i32 {
+        12 + CHAR * longest(self.row_labels).max(3)
+    }
+
+    /// Above the cells: the title, then room for the vertical column labels.
+    fn top(&self) -> i32 {
+        TITLE + 10 + CHAR * longest(self.col_labels).max(3)
+    }
+
+    /// The picture fits the cells and their labels; the title is cut to fit it.
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);
-        let title = 9 * self.title.chars().count() as i32; // about 9 px a character at 15 px
         (
-            (MARGIN + (cols * CELL + BAR_SPACE).max(title) + 20) as u32,
-            (MARGIN + rows.max(4) * CELL + 20) as u32,
+            (self.left() + cols.max(4) * CELL + BAR_SPACE) as u32,
+            (self.top() + rows.max(4) * CELL + 12) as u32,
         )
+    }
+
+    /// The title, cut with `…` to the picture's width (about 9 px a character at 15 px).
+    fn fitted_title(&self) -> String {
+        let room = ((self.size().0 as i32 - 16) / 9).max(8) as usize;
+        let title = printable(self.title);
+        if title.chars().count() <= room {
+            title
+        } else {
+            title.chars().take(room - 1).chain(['…']).collect()
+        }
     }
 
     /// A vertical bar of the colours of weights 1 (top) to 0 (bottom), labelled, right of the
@@ -56,19 +85,20 @@ impl Heatmap<'_> {
         root: &DrawingArea<DB, Shift>,
         font: &FontDesc,
     ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-        let x = MARGIN + self.col_labels.len() as i32 * CELL + 16;
+        let x = self.left() + self.col_labels.len() as i32 * CELL + 12;
         let height = self.row_labels.len().max(4) as i32 * CELL;
+        let top = self.top();
         let step = height / BAR_STEPS;
         for i in 0..BAR_STEPS {
             let weight = 1.0 - (i as f32 + 0.5) / BAR_STEPS as f32;
-            let y = MARGIN + i * step;
+            let y = top + i * step;
             root.draw(&Rectangle::new(
                 [(x, y), (x + 12, y + step)],
                 shade(weight).filled(),
             ))?;
         }
         let left = TextStyle::from(font.clone()).pos(Pos::new(HPos::Left, VPos::Center));
-        for (label, y) in [("1", MARGIN), ("0", MARGIN + BAR_STEPS * step)] {
+        for (label, y) in [("1", top), ("0", top + BAR_STEPS * step)] {
             root.draw(&Text::new(label, (x + 16, y), left.clone()))?;
         }
         Ok(())
@@ -89,23 +119,24 @@ impl Heatmap<'_> {
         }
         root.fill(&WHITE).map_err(failed)?;
         let font = ("sans-serif", 13).into_font();
+        let (left, top) = (self.left(), self.top());
         root.draw(&Text::new(
-            printable(self.title),
-            (MARGIN, 8),
+            self.fitted_title(),
+            (8, 8),
             ("sans-serif", 15).into_font(),
         ))
         .map_err(failed)?;
         let right = TextStyle::from(font.clone()).pos(Pos::new(HPos::Right, VPos::Center));
         for (row, label) in self.row_labels.iter().enumerate() {
-            let y = MARGIN + row as i32 * CELL;
+            let y = top + row as i32 * CELL;
             root.draw(&Text::new(
                 printable(label),
-                (MARGIN - 6, y + CELL / 2),
+                (left - 6, y + CELL / 2),
                 right.clone(),
             ))
             .map_err(failed)?;
             for col in 0..cols {
-                let x = MARGIN + col as i32 * CELL;
+                let x = left + col as i32 * CELL;
                 root.draw(&Rectangle::new(
                     [(x, y), (x + CELL, y + CELL)],
                     shade(self.weights[row * cols + col]).filled(),
@@ -116,13 +147,9 @@ impl Heatmap<'_> {
         let vertical = TextStyle::from(font.transform(FontTransform::Rotate270))
             .pos(Pos::new(HPos::Left, VPos::Center));
         for (col, label) in self.col_labels.iter().enumerate() {
-            let x = MARGIN + col as i32 * CELL + CELL / 2;
-            root.draw(&Text::new(
-                printable(label),
-                (x, MARGIN - 6),
-                vertical.clone(),
-            ))
-            .map_err(failed)?;
+            let x = left + col as i32 * CELL + CELL / 2;
+            root.draw(&Text::new(printable(label), (x, top - 6), vertical.clone()))
+                .map_err(failed)?;
         }
         self.draw_colour_bar(root, &font).map_err(failed)?;
         root.present().map_err(failed)
@@ -191,6 +218,20 @@ mod tests {
             "control characters are not XML"
         );
         assert_eq!(&png[1..4], b"PNG");
+        let words: Vec<String> = (0..8).map(|i| format!("▁word{i:02}")).collect();
+        let grid = Heatmap {
+            title: &"a long sentence for a title ".repeat(8),
+            row_labels: &words,
+            col_labels: &words,
+            weights: &[0.5; 64],
+        };
+        let (width, height) = grid.size();
+        let cells = (8 * CELL) as f64 * (8 * CELL) as f64;
+        assert!(
+            cells > 0.35 * f64::from(width) * f64::from(height),
+            "the cells fill the picture, not the title: {width}×{height}"
+        );
+        assert!(grid.fitted_title().ends_with('…'));
         let short = Heatmap {
             weights: &weights[..5],
             ..map

@@ -3,6 +3,8 @@
 //! backend selection in `attnzoo-backends`; the `attnzoo` binary is a thin command line over
 //! this crate.
 
+#![warn(missing_docs)]
+
 /// `eprintln!` that cannot panic: a progress or status line to stderr. A stderr that cannot be
 /// written (`2>/dev/full`) loses the line; the command goes on and its exit status still tells.
 #[macro_export]
@@ -13,6 +15,7 @@ macro_rules! note {
     }};
 }
 
+pub mod attention_maps;
 mod debian;
 mod error;
 pub mod files;
@@ -21,10 +24,18 @@ pub mod heatmap;
 pub mod padding;
 pub mod parallel;
 pub mod sentence_embedding;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod translation;
 pub mod validate;
 
 pub use error::{is_environment, Error, Result};
+
+/// The workspace README's Rust snippet, compiled as a doc test (`no_run`: it needs a trained model
+/// and MiniLM's files).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// `~/.cache/attnzoo`: fetched models, the corpus.
 pub fn home_cache() -> std::path::PathBuf {

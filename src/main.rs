@@ -8,6 +8,8 @@ use attnzoo_backends::DeviceArgs;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+#[cfg(feature = "serve")]
+use commands::serve;
 use commands::{attend, backends, bleu, data, demo, embed, eval, train, translate};
 
 #[derive(Parser)]
@@ -46,6 +48,10 @@ enum Command {
     Bleu(bleu::Args),
     /// Heatmaps (PNG and SVG) of the attention behind one translation.
     Attend(attend::Args),
+    /// The attention explorer: a page and a JSON API on 127.0.0.1:8080 over translation
+    /// checkpoints and MiniLM.
+    #[cfg(feature = "serve")]
+    Serve(serve::Args),
     /// The main job: fetch the corpus, train for a few minutes, report test BLEU, translate five
     /// test sentences and draw attention heatmaps.
     Demo(demo::Args),
@@ -97,6 +103,8 @@ fn main() -> ExitCode {
         Command::Bleu(args) => bleu::run(args),
         Command::Attend(args) => attend::run(args),
         Command::Demo(args) => demo::run(args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(args),
     };
     report(outcome)
 }

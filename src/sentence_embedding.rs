@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use attnzoo_models::transformer::{l2_normalize, Bert, Pooling};
+use attnzoo_models::transformer::{l2_normalize, Bert, BertConfig, Pooling};
 use burn::tensor::Device;
 use tokenizers::{Tokenizer, TruncationParams};
 
+use crate::attention_maps::{maps_of, AttentionMaps};
 use crate::error::{Error, Result};
 use crate::home_cache;
 use crate::padding::padded;
@@ -24,8 +25,23 @@ pub fn default_model_dir() -> PathBuf {
 pub struct SentenceEmbedder {
     tokenizer: Tokenizer,
     model: Bert,
+    config: BertConfig,
     device: Device,
 }
+
+/// A sentence's tokens and the model's self-attention over them.
+#[derive(Clone, Debug)]
+pub struct SelfAttention {
+    /// The word pieces, `[CLS]` first and `[SEP]` last: `T` labels.
+    pub tokens: Vec<String>,
+    /// Whether the sentence had more pieces than the map shows (its middle was cut).
+    pub cut: bool,
+    /// `[layer][head][T][T]`.
+    pub maps: AttentionMaps,
+}
+
+/// The most tokens [`SentenceEmbedder::attend`] shows, `[CLS]` and `[SEP]` included.
+pub const MAX_ATTENTION_TOKENS: usize = 64;
 
 /// Sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2, `[CLS]` and `[SEP]` included.
 pub const MAX_SEQ_LENGTH: usize = 256;
@@ -63,8 +79,14 @@ impl SentenceEmbedder {
         Ok(Self {
             tokenizer,
             model,
+            config,
             device: device.clone(),
         })
+    }
+
+    /// The model's `config.json`: its layers, heads and sizes.
+    pub fn config(&self) -> &BertConfig {
+        &self.config
     }
 
     /// One unit vector per sentence, in input order. Sentences are sorted by length and run in
@@ -91,6 +113,32 @@ impl SentenceEmbedder {
             embeddings[i] = vector;
         }
         Ok(embeddings)
+    }
+
+    /// The self-attention of every layer and head over `sentence`'s first
+    /// [`MAX_ATTENTION_TOKENS`] tokens (`[SEP]` kept last).
+    pub fn attend(&self, sentence: &str) -> Result<SelfAttention> {
+        let encoding = self
+            .tokenizer
+            .encode(sentence.trim(), true)
+            .map_err(|error| Error::Input(format!("tokenizer: {error}")))?;
+        let mut ids: Vec<usize> = encoding.get_ids().iter().map(|&id| id as usize).collect();
+        let mut tokens = encoding.get_tokens().to_vec();
+        let cut = ids.len() > MAX_ATTENTION_TOKENS;
+        if cut {
+            let last = ids.len() - 1;
+            ids.swap(MAX_ATTENTION_TOKENS - 1, last);
+            tokens.swap(MAX_ATTENTION_TOKENS - 1, last);
+            ids.truncate(MAX_ATTENTION_TOKENS);
+            tokens.truncate(MAX_ATTENTION_TOKENS);
+        }
+        let (ids, padding) = padded(&[ids], 0, &self.device);
+        let (_, weights) = self.model.forward_with_weights(ids, padding, true)?;
+        Ok(SelfAttention {
+            tokens,
+            cut,
+            maps: maps_of(weights)?,
+        })
     }
 
     fn embed_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {

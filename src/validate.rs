@@ -20,6 +20,12 @@ pub const MAX_ALPHA: f64 = 10.0;
 /// The longest translation, as a multiple of its source's length.
 pub const MAX_LENGTH_RATIO: f64 = 100.0;
 
+/// The most requests `attnzoo serve` lets wait for the model thread.
+pub const MAX_QUEUE: usize = 1024;
+
+/// The longest a request to `attnzoo serve` may take, in seconds: an hour.
+pub const MAX_TIMEOUT_SECONDS: f64 = 3600.0;
+
 /// `value` as a reader wants it in a message: `0.05`, `0.0625`, `1e30`, `1e-300` — at most
 /// four decimals, never 300 digits.
 pub fn show(value: f64) -> String {
@@ -91,6 +97,11 @@ pub fn minutes(value: f64) -> Result<f64, String> {
     positive_up_to(value, MAX_MINUTES, "in (0, 10080] minutes (a week)")
 }
 
+/// A request timeout: above 0, at most [`MAX_TIMEOUT_SECONDS`].
+pub fn timeout_seconds(value: f64) -> Result<f64, String> {
+    positive_up_to(value, MAX_TIMEOUT_SECONDS, "in (0, 3600] seconds (an hour)")
+}
+
 /// Beam search's length-penalty α: in `[-MAX_ALPHA, MAX_ALPHA]`.
 pub fn alpha(value: f64) -> Result<f64, String> {
     within(value, -MAX_ALPHA, MAX_ALPHA, "in [-10, 10]")
@@ -144,6 +155,13 @@ pub fn at_least_one(value: usize) -> Result<usize, String> {
     }
 }
 
+/// A queue length: 1 to [`MAX_QUEUE`].
+pub fn queue_length(value: usize) -> Result<usize, String> {
+    one_to(value, MAX_QUEUE, |v| {
+        format!("{v} is not a queue length in 1–{MAX_QUEUE}")
+    })
+}
+
 /// A beam size: 1 (greedy) to [`MAX_BEAM`].
 pub fn beam_size(value: usize) -> Result<usize, String> {
     one_to(value, MAX_BEAM, |v| {
@@ -176,6 +194,9 @@ mod tests {
         assert!(width(0).is_err() && width(MAX_WIDTH).is_ok() && width(MAX_WIDTH + 1).is_err());
         assert!(layers(0).is_err() && layers(MAX_LAYERS).is_ok() && layers(4_000_000_000).is_err());
         assert!(beam_size(0).is_err() && beam_size(MAX_BEAM).is_ok());
+        assert!(queue_length(0).is_err() && queue_length(MAX_QUEUE + 1).is_err());
+        assert!(timeout_seconds(0.0).is_err() && timeout_seconds(3600.0).is_ok());
+        assert!(timeout_seconds(f64::NAN).is_err() && timeout_seconds(3601.0).is_err());
         assert!(beam_size(MAX_BEAM + 1).unwrap_err().contains("64"));
         assert_eq!(
             field("dropout", 5.0, probability).unwrap_err(),

@@ -1,92 +1,19 @@
 //! The translation pipeline end to end on a tiny corpus the test writes itself: train on
 //! ndarray → checkpoint → resume → translate and eval, and the same checkpoint decoded on every
-//! usable backend. Bad checkpoints and bad input give one-line errors.
+//! usable backend, its attention maps too. Bad checkpoints and bad input give one-line errors.
 
 use std::path::Path;
 
+use attnzoo::attention_maps::AttentionMaps;
+use attnzoo::translation::{DecodeConfig, Translator};
 use attnzoo_backends::test_devices;
 
 mod common;
 
-const SUBJECTS: [(&str, &str); 5] = [
-    ("Der Hund", "The dog"),
-    ("Die Katze", "The cat"),
-    ("Der Mann", "The man"),
-    ("Die Frau", "The woman"),
-    ("Das Kind", "The child"),
-];
-const VERBS: [(&str, &str); 4] = [
-    ("schläft", "sleeps"),
-    ("läuft", "runs"),
-    ("isst", "eats"),
-    ("singt", "sings"),
-];
-const ADVERBS: [(&str, &str); 3] = [("heute", "today"), ("hier", "here"), ("oft", "often")];
-
-/// 60 invented pairs: every fifth goes to test, every seventh of the rest to valid.
-fn write_corpus(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut splits = [String::new(), String::new(), String::new()];
-    let mut n = 0;
-    for (de_s, en_s) in SUBJECTS {
-        for (de_v, en_v) in VERBS {
-            for (de_a, en_a) in ADVERBS {
-                let line = format!("{de_s} {de_v} {de_a}.\t{en_s} {en_v} {en_a}.\n");
-                let split = if n % 5 == 0 {
-                    2
-                } else if n % 7 == 0 {
-                    1
-                } else {
-                    0
-                };
-                splits[split].push_str(&line);
-                n += 1;
-            }
-        }
-    }
-    for (name, text) in ["train.tsv", "valid.tsv", "test.tsv"].iter().zip(splits) {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-}
+use common::{train, workdir, write_corpus};
 
 fn attnzoo(args: &[&str], stdin: &str) -> (i32, String, String) {
     common::attnzoo(args, stdin.as_bytes())
-}
-
-/// A fresh folder, removed when dropped (also when a test fails).
-fn workdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
-fn train(dir: &Path, model: &str, epochs: &str, extra: &[&str]) -> (i32, String, String) {
-    let corpus = dir.join("corpus");
-    let out = dir.join(model);
-    let mut args = vec![
-        "train",
-        "--out",
-        out.to_str().unwrap(),
-        "--corpus",
-        corpus.to_str().unwrap(),
-        "--model",
-        model,
-        "--hidden",
-        "32",
-        "--epochs",
-        epochs,
-        "--batch-size",
-        "8",
-        "--learning-rate",
-        "0.01",
-        "--warmup-steps",
-        "5",
-        "--backend",
-        "ndarray",
-    ];
-    if model == "transformer" {
-        args.extend_from_slice(&["--layers", "3"]);
-    }
-    args.extend_from_slice(extra);
-    attnzoo(&args, "")
 }
 
 fn history(checkpoint: &Path) -> Vec<serde_json::Value> {
@@ -105,6 +32,68 @@ fn files_starting(dir: &Path, start: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// Every row of every map is a distribution over `keys` keys; `causal`: none sees later keys.
+fn assert_distributions(maps: &AttentionMaps, rows: usize, keys: usize, causal: bool) {
+    for heads in maps {
+        for map in heads {
+            assert_eq!(map.len(), rows);
+            for (row, weights) in map.iter().enumerate() {
+                assert_eq!(weights.len(), keys);
+                let total: f32 = weights.iter().sum();
+                assert!((total - 1.0).abs() < 1e-4, "row {row} sums to {total}");
+                if causal {
+                    assert!(weights[row + 1..].iter().all(|&w| w == 0.0), "{weights:?}");
+                }
+            }
+        }
+    }
+}
+
+/// `Translator::attend` with beam search gives the translation `translate` gives, and every
+/// attention map (cross, encoder, decoder) the same on every backend as on the first.
+fn attention_agrees_on_every_backend(checkpoint: &Path, model: &str) {
+    let sentence = "Die Katze läuft hier.";
+    let config = DecodeConfig::beam(3);
+    let mut first: Option<attnzoo::translation::Attention> = None;
+    for test in test_devices() {
+        let translator = Translator::load(checkpoint, &test.device).unwrap();
+        let attention = translator.attend(sentence, &config).unwrap();
+        let translation = translator.translate(&[sentence], &config).unwrap();
+        assert_eq!(attention.translation, translation[0]);
+        let (s, t) = (attention.source.len(), attention.target.len());
+        assert_eq!(attention.decoder_inputs.len(), t);
+        assert_eq!(attention.decoder_inputs[0], "<bos>");
+        assert_distributions(&attention.cross, t, s, false);
+        assert_distributions(&attention.encoder, s, s, false);
+        assert_distributions(&attention.decoder, t, t, true);
+        let layers = if model == "rnn" { [1, 0, 0] } else { [3, 3, 3] };
+        let counted = [&attention.cross, &attention.encoder, &attention.decoder].map(Vec::len);
+        assert_eq!(counted, layers, "{model}: cross, encoder, decoder layers");
+        match &first {
+            None => first = Some(attention),
+            Some(reference) => {
+                let backend = test.backend.name();
+                assert_eq!(attention.translation, reference.translation, "{backend}");
+                let pairs = [
+                    (&attention.cross, &reference.cross),
+                    (&attention.encoder, &reference.encoder),
+                    (&attention.decoder, &reference.decoder),
+                ];
+                for (maps, expected) in pairs {
+                    let values = maps.iter().flatten().flatten().flatten();
+                    let wanted = expected.iter().flatten().flatten().flatten();
+                    for (value, wanted) in values.zip(wanted) {
+                        assert!(
+                            (value - wanted).abs() < 1e-4,
+                            "{backend}: {value} ≠ {wanted}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -176,6 +165,7 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
                 same_beam.0
             );
         }
+        attention_agrees_on_every_backend(&checkpoint, model);
         let (code, stdout, stderr) = attnzoo(
             &[
                 "eval",

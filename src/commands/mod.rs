@@ -10,6 +10,8 @@ pub mod embed;
 pub mod eval;
 pub mod output;
 pub mod parse;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod train;
 pub mod translate;
 

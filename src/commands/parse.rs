@@ -46,6 +46,16 @@ pub fn fraction_below_one_f32(text: &str) -> Result<f32, String> {
     fraction_below_one(text).map(|value| value as f32)
 }
 
+/// A request timeout in seconds, in `(0, 3600]`.
+pub fn timeout_seconds(text: &str) -> Result<f64, String> {
+    validate::timeout_seconds(number(text)?)
+}
+
+/// A queue length, 1 to [`validate::MAX_QUEUE`].
+pub fn queue_length(text: &str) -> Result<usize, String> {
+    validate::queue_length(number(text)?)
+}
+
 /// A count of at least 1.
 pub fn at_least_one(text: &str) -> Result<usize, String> {
     validate::at_least_one(number(text)?)

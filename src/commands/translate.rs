@@ -31,16 +31,8 @@ pub struct DecodeArgs {
 impl DecodeArgs {
     /// The library's decoding config: greedy search for a beam of 1.
     pub fn config(&self) -> DecodeConfig {
-        let search = match self.beam {
-            1 => Search::Greedy,
-            size => Search::Beam {
-                size,
-                alpha: self.alpha,
-                n_best: 1,
-            },
-        };
         DecodeConfig {
-            search,
+            search: Search::of_beam(self.beam, self.alpha),
             max_len_ratio: self.max_len_ratio,
             no_repeat_ngram: self.no_repeat_ngram,
         }

@@ -38,6 +38,21 @@ pub enum Search {
     },
 }
 
+impl Search {
+    /// Greedy search for a beam of 1, else beam search of `size` with length-penalty `alpha`
+    /// returning the best hypothesis: what `--beam N` means.
+    pub fn of_beam(size: usize, alpha: f64) -> Self {
+        match size {
+            1 => Search::Greedy,
+            size => Search::Beam {
+                size,
+                alpha,
+                n_best: 1,
+            },
+        }
+    }
+}
+
 /// How to decode: the search and the length rule. Translation, evaluation, the demo and
 /// validation during training all take one.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -118,9 +133,6 @@ pub struct Hypothesis {
     pub score: f64,
 }
 
-/// Attention maps of one greedy translation: `[layer][head][target step][source position]`.
-pub type AttentionMaps = Vec<Vec<Vec<Vec<f32>>>>;
-
 /// Added to the logits while decoding: `<pad>`, `<bos>` and `<unk>` are never produced, so an
 /// unknown source word is translated by the nearest word the model knows, not by `<unk>`.
 fn never_produced(model: &Seq2Seq, device: &Device) -> Tensor<2> {
@@ -188,33 +200,24 @@ fn values<T: Element>(data: TensorData) -> Result<Vec<T>> {
         .map_err(|error| Error::Input(format!("reading a tensor: {error:?}")))
 }
 
-/// Each decoding step's attention maps, one `[B, heads, S]` tensor per layer.
-type StepWeights = Vec<Vec<Tensor<3>>>;
-
 /// Greedy decoding of `rows` at once, row `r` stopping after `limits[r]` tokens, no `no_repeat`-gram
-/// twice; with `need_weights`, each step's attention maps.
+/// twice.
 fn greedy_rows(
     model: &Seq2Seq,
     rows: &[Vec<usize>],
     limits: &[usize],
     no_repeat: usize,
-    need_weights: bool,
     device: &Device,
-) -> Result<(Vec<Hypothesis>, StepWeights)> {
+) -> Result<Vec<Hypothesis>> {
     let (source, padding) = padded(rows, PAD_ID, device);
     let mut decoder = model.encode(source, padding)?;
     let banned = never_produced(model, device);
     let mut outputs: Vec<Hypothesis> = vec![Hypothesis::default(); rows.len()];
     let mut finished = vec![false; rows.len()];
     let mut tokens = ids_tensor(&vec![BOS_ID; rows.len()], device);
-    let mut weights = Vec::new();
     for _ in 0..limits.iter().copied().max().unwrap_or(0) {
-        let step = decoder.step(tokens, need_weights)?;
-        if need_weights {
-            weights.push(step.weights);
-        }
         let logits = without_repeats(
-            step.logits + banned.clone(),
+            decoder.step(tokens)? + banned.clone(),
             outputs.iter().map(|output| output.ids.as_slice()),
             no_repeat,
         );
@@ -244,7 +247,7 @@ fn greedy_rows(
     for output in &mut outputs {
         output.score = output.log_prob;
     }
-    Ok((outputs, weights))
+    Ok(outputs)
 }
 
 /// Translations (as target ids) of every source: for each, the `n_best` best hypotheses, best
@@ -268,14 +271,8 @@ pub fn decode(
     let translate = |chunk: &[Vec<usize>]| -> Result<Vec<Vec<Hypothesis>>> {
         match config.search {
             Search::Greedy => {
-                let (best, _) = greedy_rows(
-                    model,
-                    chunk,
-                    &limits(chunk),
-                    config.no_repeat_ngram,
-                    false,
-                    device,
-                )?;
+                let best =
+                    greedy_rows(model, chunk, &limits(chunk), config.no_repeat_ngram, device)?;
                 Ok(best
                     .into_iter()
                     .map(|hypothesis| vec![hypothesis])
@@ -317,42 +314,6 @@ pub fn best(n_best: Vec<Vec<Hypothesis>>) -> Vec<Vec<usize>> {
                 .unwrap_or_default()
         })
         .collect()
-}
-
-/// The greedy translation of one source under `config`'s length and repetition rules, and the
-/// attention behind each output token (the `<eos>` step included).
-pub fn attend(
-    model: &Seq2Seq,
-    source: &[usize],
-    config: &DecodeConfig,
-    model_limit: usize,
-    device: &Device,
-) -> Result<(Vec<usize>, AttentionMaps)> {
-    config.validate()?;
-    let limit = config.output_limit(source.len(), model_limit);
-    let (mut outputs, steps) = greedy_rows(
-        model,
-        &[source.to_vec()],
-        &[limit],
-        config.no_repeat_ngram,
-        true,
-        device,
-    )?;
-    let ids = outputs.remove(0).ids;
-    let layers = steps.first().map_or(0, Vec::len);
-    let mut maps: AttentionMaps = Vec::with_capacity(layers);
-    for layer in 0..layers {
-        let heads = steps[0][layer].dims()[1];
-        let mut per_head = vec![Vec::new(); heads];
-        for step in steps.iter().take(ids.len() + 1) {
-            let weights = values::<f32>(step[layer].clone().into_data())?;
-            for (head, row) in weights.chunks(source.len().max(1)).enumerate() {
-                per_head[head].push(row.to_vec());
-            }
-        }
-        maps.push(per_head);
-    }
-    Ok((ids, maps))
 }
 
 /// Beam search's numbers.
@@ -474,9 +435,9 @@ fn beam_search(
         let last: Vec<usize> = alive()
             .map(|ids| ids.last().copied().unwrap_or(BOS_ID))
             .collect();
-        let step = decoder.step(ids_tensor(&last, device), false)?;
-        let vocab = step.logits.dims()[1];
-        let logits = without_repeats(step.logits + banned.clone(), alive(), config.no_repeat);
+        let logits = decoder.step(ids_tensor(&last, device))?;
+        let vocab = logits.dims()[1];
+        let logits = without_repeats(logits + banned.clone(), alive(), config.no_repeat);
         let log_probs = values::<f32>(log_softmax(logits, 1).into_data())?;
         let (mut row, mut parents) = (0, Vec::new());
         for beam in beams.iter_mut().filter(|beam| !beam.done) {

@@ -12,15 +12,17 @@
 use std::path::{Path, PathBuf};
 
 use attnzoo_models::seq2seq::Seq2Seq;
-use burn::tensor::Device;
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::checkpoint::{Checkpoint, Weights};
 use super::corpus::Pair;
-use super::decode::{attend, best, decode, AttentionMaps, DecodeConfig};
+use super::decode::{best, decode, DecodeConfig};
 use super::metrics::{corpus_bleu, corpus_chrf, Bleu};
-use super::vocab::{EOS, UNK_ID};
+use super::vocab::{BOS, BOS_ID, EOS, PAD_ID, UNK_ID};
+use crate::attention_maps::{maps_of, rollout, rollout_through, AttentionMaps, Matrix};
 use crate::error::{Error, Result};
 use crate::heatmap::Heatmap;
+use crate::padding::padded;
 
 /// The most source or target tokens a heatmap shows, so the picture stays a few megapixels.
 pub const MAX_HEATMAP_TOKENS: usize = 60;
@@ -32,17 +34,28 @@ pub struct Translator {
     device: Device,
 }
 
-/// The attention behind one greedy translation, labelled for heatmaps.
+/// A translation and every attention map behind it, labelled: what the attention explorer and
+/// the heatmaps show.
 #[derive(Clone, Debug)]
 pub struct Attention {
     /// The German sentence.
     pub sentence: String,
-    /// One label per source token (an unknown word is marked `*`).
+    /// Its English translation, as [`Translator::translate`] gives it.
+    pub translation: String,
+    /// One label per source token (an unknown word is marked `*`), `S` in all.
     pub source: Vec<String>,
-    /// One label per output token, `<eos>` last.
+    /// Whether the sentence had more tokens than `source` (the rest was not translated).
+    pub cut: bool,
+    /// What each decoder step produced, `<eos>` last: `T` labels.
     pub target: Vec<String>,
-    /// `[layer][head][target step][source position]`.
-    pub maps: AttentionMaps,
+    /// What each decoder step was fed, `<bos>` first: `T` labels.
+    pub decoder_inputs: Vec<String>,
+    /// Cross-attention `[layer][head][T][S]` (an RNN: its alignment, one layer of one head).
+    pub cross: AttentionMaps,
+    /// Encoder self-attention `[layer][head][S][S]` (empty for an RNN).
+    pub encoder: AttentionMaps,
+    /// Decoder self-attention `[layer][head][T][T]` (empty for an RNN).
+    pub decoder: AttentionMaps,
 }
 
 /// A model's translations of a set of pairs, scored against their references.
@@ -73,18 +86,12 @@ impl Translator {
         &self.checkpoint
     }
 
-    /// Source ids of sentence `number` (1-based, for the warning), at most `max_len`: a longer
-    /// sentence is cut, with a warning on stderr.
-    fn source_ids(&self, sentence: &str, number: usize, max_len: usize) -> Vec<usize> {
+    /// Source ids of `sentence`, at most `max_len`, and whether it had more.
+    fn source_ids(&self, sentence: &str, max_len: usize) -> (Vec<usize>, bool) {
         let mut ids = self.checkpoint.vocab.source.encode(sentence);
-        if ids.len() > max_len {
-            crate::note!(
-                "warning: sentence {number} has {} tokens; translating the first {max_len}",
-                ids.len()
-            );
-            ids.truncate(max_len);
-        }
-        ids
+        let cut = ids.len() > max_len;
+        ids.truncate(max_len);
+        (ids, cut)
     }
 
     /// English translations of German `sentences`, in order; an empty sentence stays empty.
@@ -98,7 +105,16 @@ impl Translator {
         let sources: Vec<Vec<usize>> = sentences
             .iter()
             .enumerate()
-            .map(|(i, s)| self.source_ids(s.as_ref(), i + 1, max_len))
+            .map(|(i, sentence)| {
+                let (ids, cut) = self.source_ids(sentence.as_ref(), max_len);
+                if cut {
+                    crate::note!(
+                        "warning: sentence {} has more than {max_len} tokens; translating the first {max_len}",
+                        i + 1
+                    );
+                }
+                ids
+            })
             .collect();
         let wanted: Vec<usize> = (0..sources.len())
             .filter(|&i| !sources[i].is_empty())
@@ -130,25 +146,41 @@ impl Translator {
         })
     }
 
-    /// The greedy translation of `sentence` and the attention behind it, both cut at
-    /// [`MAX_HEATMAP_TOKENS`] (with a message on stderr); `config` gives the length and repetition rules.
+    /// The translation of `sentence` under `config` (greedy or beam search) and every attention
+    /// map behind it, both cut at [`MAX_HEATMAP_TOKENS`]. The maps come from one pass that feeds
+    /// the decoder the chosen tokens: exactly what decoding them attended to.
     pub fn attend(&self, sentence: &str, config: &DecodeConfig) -> Result<Attention> {
+        config.validate()?;
         let max_len = self.checkpoint.max_source_len().min(MAX_HEATMAP_TOKENS);
-        let source = self.source_ids(sentence, 1, max_len);
+        let (source, cut) = self.source_ids(sentence, max_len);
         if source.is_empty() {
             return Err(Error::Input(
                 "nothing to translate: the sentence is empty".into(),
             ));
         }
         let model_limit = self.checkpoint.max_output_len().min(MAX_HEATMAP_TOKENS);
-        let (ids, maps) = attend(&self.model, &source, config, model_limit, &self.device)?;
-        if maps.is_empty() {
+        let hypotheses = decode(
+            &self.model,
+            std::slice::from_ref(&source),
+            config,
+            model_limit,
+            &self.device,
+        )?;
+        let ids = best(hypotheses).remove(0);
+        let target_in: Vec<i64> = [BOS_ID].iter().chain(&ids).map(|&id| id as i64).collect();
+        let len = target_in.len();
+        let target_in =
+            Tensor::<2, Int>::from_data(TensorData::new(target_in, [1, len]), &self.device);
+        let (source_tensor, padding) = padded(std::slice::from_ref(&source), PAD_ID, &self.device);
+        let maps = self.model.attention(source_tensor, padding, target_in)?;
+        let cross = maps_of(maps.cross)?;
+        if cross.is_empty() {
             return Err(Error::Input(
                 "this model has no attention (the no-attention baseline)".into(),
             ));
         }
         let vocab = &self.checkpoint.vocab;
-        let source = vocab
+        let labels = vocab
             .source
             .pieces(sentence)
             .into_iter()
@@ -161,32 +193,52 @@ impl Translator {
                 }
             })
             .collect();
-        let target = ids
+        let words: Vec<String> = ids
             .iter()
             .map(|&id| vocab.target.token(id).to_string())
-            .chain([EOS.to_string()])
             .collect();
         Ok(Attention {
             sentence: sentence.to_string(),
-            source,
-            target,
-            maps,
+            translation: vocab.target.decode(&ids),
+            source: labels,
+            cut,
+            target: words.iter().cloned().chain([EOS.to_string()]).collect(),
+            decoder_inputs: [BOS.to_string()].into_iter().chain(words).collect(),
+            cross,
+            encoder: maps_of(maps.encoder)?,
+            decoder: maps_of(maps.decoder)?,
         })
     }
 }
 
 impl Attention {
+    /// Encoder self-attention rollout `[S][S]`; `None` for an RNN.
+    pub fn encoder_rollout(&self) -> Option<Matrix> {
+        rollout(&self.encoder)
+    }
+
+    /// Decoder self-attention rollout `[T][T]`; `None` for an RNN.
+    pub fn decoder_rollout(&self) -> Option<Matrix> {
+        rollout(&self.decoder)
+    }
+
+    /// Which source tokens each output step draws on `[T][S]`: the last layer's head-mean
+    /// cross-attention through the encoder's rollout (an RNN: its alignment).
+    pub fn cross_rollout(&self) -> Matrix {
+        rollout_through(&self.cross, self.encoder_rollout().as_ref()).unwrap_or_default()
+    }
+
     /// Writes one heatmap (PNG and SVG) per layer and head into `out` (created if needed):
     /// `attention.png` for a single map, else `attention-layerL-headH.png`. Returns the PNGs.
     pub fn write_heatmaps(&self, out: &Path) -> Result<Vec<PathBuf>> {
         std::fs::create_dir_all(out).map_err(|error| Error::write(out, error))?;
         let sentence: String = self.sentence.chars().take(2 * MAX_HEATMAP_TOKENS).collect();
         let mut written = Vec::new();
-        for (layer, heads) in self.maps.iter().enumerate() {
+        for (layer, heads) in self.cross.iter().enumerate() {
             for (head, steps) in heads.iter().enumerate() {
                 let rows = steps.len().min(self.target.len());
                 let weights: Vec<f32> = steps.iter().take(rows).flatten().copied().collect();
-                let (stem, title) = if self.maps.len() == 1 && heads.len() == 1 {
+                let (stem, title) = if self.cross.len() == 1 && heads.len() == 1 {
                     ("attention".to_string(), format!("attention: {sentence}"))
                 } else {
                     (

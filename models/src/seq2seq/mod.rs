@@ -49,14 +49,19 @@ pub enum Decoder<'a> {
     Transformer(&'a TransformerSeq2Seq, TransformerState),
 }
 
-/// One decoding step's output.
+/// Every attention map behind one translation, per layer `[B, heads, rows, keys]`: what the
+/// encoder's tokens attend to among themselves, what each decoder step attends to among the
+/// steps so far, and what each decoder step attends to in the source. The RNN has one
+/// cross-attention map of one head (its alignment; none without attention) and no
+/// self-attention.
 #[derive(Debug, Clone)]
-pub struct Step {
-    /// `[B, V]`.
-    pub logits: Tensor<2>,
-    /// Attention over the source, one `[B, heads, S]` map per layer (the RNN has one layer and
-    /// one head; the no-attention baseline none). Empty unless asked for.
-    pub weights: Vec<Tensor<3>>,
+pub struct Seq2SeqAttention {
+    /// Encoder self-attention, per layer `[B, h, S, S]`.
+    pub encoder: Vec<Tensor<4>>,
+    /// Decoder self-attention, per layer `[B, h, T, T]` (zero above the diagonal).
+    pub decoder: Vec<Tensor<4>>,
+    /// Cross-attention, per layer `[B, h, T, S]`.
+    pub cross: Vec<Tensor<4>>,
 }
 
 impl Seq2SeqConfig {
@@ -70,24 +75,12 @@ impl Seq2SeqConfig {
 }
 
 impl Decoder<'_> {
-    /// One step: the previous tokens `[B]` → the next token's logits.
-    pub fn step(&mut self, tokens: Tensor<1, Int>, need_weights: bool) -> Result<Step, AttnError> {
+    /// One step: the previous tokens `[B]` → the next token's logits `[B, V]`.
+    pub fn step(&mut self, tokens: Tensor<1, Int>) -> Result<Tensor<2>, AttnError> {
         match self {
-            Decoder::Rnn(model, state) => {
-                let (logits, weights) = model.step(state, tokens)?;
-                let weights = match weights {
-                    Some(weights) if need_weights => vec![weights.unsqueeze_dim(1)],
-                    _ => Vec::new(),
-                };
-                Ok(Step { logits, weights })
-            }
+            Decoder::Rnn(model, state) => Ok(model.step(state, tokens)?.0),
             Decoder::Transformer(model, state) => {
-                let (logits, weights) =
-                    model.decode(state, tokens.unsqueeze_dim(1), need_weights)?;
-                Ok(Step {
-                    logits: logits.squeeze_dim(1),
-                    weights: weights.into_iter().map(|w| w.squeeze_dim(2)).collect(),
-                })
+                Ok(model.decode(state, tokens.unsqueeze_dim(1))?.squeeze_dim(1))
             }
         }
     }
@@ -130,6 +123,46 @@ impl Seq2Seq {
         })
     }
 
+    /// Every attention map of translating `source [B, S]` as `target_in [B, T]`
+    /// (`<bos> y_1 … y_{T-1}`), all steps fed the given tokens: what decoding those tokens
+    /// attended to, whichever search chose them.
+    pub fn attention(
+        &self,
+        source: Tensor<2, Int>,
+        source_padding: Tensor<2, Bool>,
+        target_in: Tensor<2, Int>,
+    ) -> Result<Seq2SeqAttention, AttnError> {
+        ensure!(
+            source.dims() == source_padding.dims() && source.dims()[0] == target_in.dims()[0],
+            "source {:?}, its padding {:?} and target {:?} do not fit together",
+            source.dims(),
+            source_padding.dims(),
+            target_in.dims()
+        );
+        match self {
+            Seq2Seq::Transformer(model) => model.attention(source, source_padding, target_in),
+            Seq2Seq::Rnn(model) => {
+                let [batch, len] = target_in.dims();
+                let mut state = model.encode(source, source_padding);
+                let mut steps = Vec::with_capacity(len);
+                for t in 0..len {
+                    let tokens = target_in.clone().narrow(1, t, 1).reshape([batch]);
+                    steps.extend(model.step_features(&mut state, tokens)?.1);
+                }
+                let cross = if steps.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Tensor::stack::<3>(steps, 1).unsqueeze_dim(1)]
+                };
+                Ok(Seq2SeqAttention {
+                    encoder: Vec::new(),
+                    decoder: Vec::new(),
+                    cross,
+                })
+            }
+        }
+    }
+
     /// Training: logits `[B, T, V]` for `target_in [B, T]`. The RNN feeds the gold token at step
     /// `t` where `use_gold[t]` (teacher forcing), else its own previous argmax; the Transformer
     /// always sees the gold prefix, all steps at once.
@@ -147,7 +180,7 @@ impl Seq2Seq {
             use_gold.len()
         );
         match &mut self.encode(source, source_padding)? {
-            Decoder::Transformer(model, state) => Ok(model.decode(state, target_in, false)?.0),
+            Decoder::Transformer(model, state) => Ok(model.decode(state, target_in)?),
             Decoder::Rnn(model, state) => {
                 let gold_at = |t: usize| target_in.clone().narrow(1, t, 1).reshape([batch]);
                 if use_gold[..len].iter().all(|&gold| gold) {

@@ -16,7 +16,8 @@
 //! query over `t` cached keys and the memory projected once.
 //!
 //! Shapes: `source [B, S]`, `source_padding [B, S]`, `target_in [B, T]` → logits `[B, T, V]`;
-//! one step: tokens `[B]` → logits `[B, V]` and per layer cross-attention weights `[B, h, S]`.
+//! one step: tokens `[B]` → logits `[B, V]`. [`TransformerSeq2Seq::attention`] gives every
+//! attention map of a whole translation at once.
 
 use burn::config::Config;
 use burn::module::Module;
@@ -25,6 +26,7 @@ use burn::nn::{
 };
 use burn::tensor::{Bool, Device, Int, Tensor};
 
+use super::Seq2SeqAttention;
 use crate::position::{SinusoidalPosition, SinusoidalPositionConfig};
 use crate::transformer::{
     Decoder, DecoderCache, DecoderConfig, Encoder, EncoderConfig, LayerConfig,
@@ -170,23 +172,49 @@ impl TransformerSeq2Seq {
         })
     }
 
-    /// Decodes `tokens [B, T]`, the positions after those already in `state`: logits
-    /// `[B, T, V]` and per layer cross-attention weights `[B, h, T, S]` when asked for.
+    /// Decodes `tokens [B, T]`, the positions after those already in `state`: logits `[B, T, V]`.
     pub fn decode(
         &self,
         state: &mut TransformerState,
         tokens: Tensor<2, Int>,
-        need_weights: bool,
-    ) -> Result<(Tensor<3>, Vec<Tensor<4>>), AttnError> {
+    ) -> Result<Tensor<3>, AttnError> {
         let x = self.embed(&self.target_embedding, tokens, state.cache.len())?;
         let output = self.decoder.forward(
             x,
             state.memory.clone(),
             Some(state.padding.clone()),
             &mut state.cache,
-            need_weights,
+            false,
         )?;
-        Ok((self.project(output.hidden), output.cross_weights))
+        Ok(self.project(output.hidden))
+    }
+
+    /// Every attention map of translating `source [B, S]` as `target_in [B, T]` (teacher
+    /// forcing), per layer: encoder self-attention `[B, h, S, S]`, decoder self-attention
+    /// `[B, h, T, T]`, cross-attention `[B, h, T, S]`.
+    pub fn attention(
+        &self,
+        source: Tensor<2, Int>,
+        padding: Tensor<2, Bool>,
+        target_in: Tensor<2, Int>,
+    ) -> Result<Seq2SeqAttention, AttnError> {
+        let x = self.embed(&self.source_embedding, source, 0)?;
+        let (memory, encoder) =
+            self.encoder
+                .forward_with_weights(x, Some(padding.clone()), true)?;
+        let y = self.embed(&self.target_embedding, target_in, 0)?;
+        let output = self.decoder.forward(
+            y,
+            memory,
+            Some(padding),
+            &mut DecoderCache::new(&self.decoder),
+            true,
+        )?;
+        Ok(Seq2SeqAttention {
+            encoder,
+            decoder: output.self_weights,
+            cross: output.cross_weights,
+        })
     }
 }
 

@@ -86,7 +86,7 @@ const MAX_PARAMETERS: u128 = 1 << 30;
 
 impl BertConfig {
     /// Refuses a config no BERT has: a size of 0, heads that do not divide the width, an epsilon
-    /// that is not a small positive number, more than [`MAX_PARAMETERS`] parameters.
+    /// that is not a small positive number, more than 2³⁰ parameters (4 GiB of `f32`).
     pub fn check(&self) -> Result<(), AttnError> {
         for (name, value) in [
             ("vocab_size", self.vocab_size),
@@ -254,6 +254,17 @@ impl Bert {
         input_ids: Tensor<2, Int>,
         padding: Tensor<2, Bool>,
     ) -> Result<Tensor<3>, AttnError> {
+        Ok(self.forward_with_weights(input_ids, padding, false)?.0)
+    }
+
+    /// As [`forward`](Self::forward), and each layer's self-attention weights `[B, h, T, T]`
+    /// when `need_weights` (else none).
+    pub fn forward_with_weights(
+        &self,
+        input_ids: Tensor<2, Int>,
+        padding: Tensor<2, Bool>,
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Vec<Tensor<4>>), AttnError> {
         let [batch, len] = input_ids.dims();
         let max_len = self.embeddings.position_embeddings.weight.dims()[0];
         ensure!(
@@ -275,8 +286,11 @@ impl Bert {
             + embeddings
                 .token_type_embeddings
                 .forward(input_ids.zeros_like());
-        self.encoder
-            .forward(embeddings.layer_norm.forward(x), Some(padding))
+        self.encoder.forward_with_weights(
+            embeddings.layer_norm.forward(x),
+            Some(padding),
+            need_weights,
+        )
     }
 }
 

@@ -8,7 +8,8 @@
 //! `m`, and `FF` the [`FeedForward`] block.
 //!
 //! Shapes: `x [B, T, d_model]`, `memory [B, S, d_model]`, `memory_padding [B, S]` →
-//! `[B, T, d_model]`; cross-attention weights `[B, h, T, S]` per layer when asked for.
+//! `[B, T, d_model]`; per layer, when asked for, self-attention weights `[B, h, T, C + T]` (over
+//! the `C` cached positions and these) and cross-attention weights `[B, h, T, S]`.
 //!
 //! Incremental decoding: a [`DecoderCache`] keeps each layer's self-attention keys and values
 //! (growing by `T` per call) and its projected memory (computed on the first call), so step `t`
@@ -77,8 +78,8 @@ impl LayerConfig {
 }
 
 impl DecoderLayer {
-    /// `x [B, T, d_model]` after the cached positions, `memory [B, S, d_model]` →
-    /// (`[B, T, d_model]`, cross-attention weights `[B, h, T, S]` if `need_weights`).
+    /// `x [B, T, d_model]` after the cached positions, `memory [B, S, d_model]` → the layer's
+    /// output `[B, T, d_model]` and, if `need_weights`, its self- and cross-attention weights.
     pub fn forward(
         &self,
         x: Tensor<3>,
@@ -86,44 +87,47 @@ impl DecoderLayer {
         memory_padding: Option<Tensor<2, Bool>>,
         cache: &mut LayerCache,
         need_weights: bool,
-    ) -> Result<(Tensor<3>, Option<Tensor<4>>), AttnError> {
-        let self_attend = |x: Tensor<3>, cache: &mut KvCache| -> Result<Tensor<3>, AttnError> {
-            let context = self
-                .self_attn
-                .forward_cached(MultiHeadInput::self_attn(x), cache)?
-                .context;
-            Ok(self.dropout.forward(context))
+    ) -> Result<DecoderOutput, AttnError> {
+        let attend = |input: MultiHeadInput, module: &MultiHead, cache: &mut KvCache| {
+            let input = if need_weights {
+                input.with_weights()
+            } else {
+                input
+            };
+            let output = module.forward_cached(input, cache)?;
+            Ok::<_, AttnError>((self.dropout.forward(output.context), output.weights))
+        };
+        let self_attend = |x: Tensor<3>, cache: &mut KvCache| {
+            attend(MultiHeadInput::self_attn(x), &self.self_attn, cache)
         };
         let cross_attend = |x: Tensor<3>, cache: &mut KvCache| {
             let mut input = MultiHeadInput::new(x, memory.clone(), memory.clone());
             if let Some(padding) = memory_padding.clone() {
                 input = input.padding(padding);
             }
-            if need_weights {
-                input = input.with_weights();
-            }
-            let output = self.cross_attn.forward_cached(input, cache)?;
-            Ok::<_, AttnError>((self.dropout.forward(output.context), output.weights))
+            attend(input, &self.cross_attn, cache)
         };
-        Ok(if self.norm_first {
-            let x = x.clone() + self_attend(self.norm1.forward(x), &mut cache.self_attn)?;
-            let (context, weights) =
+        let (hidden, self_weights, cross_weights) = if self.norm_first {
+            let (context, self_weights) =
+                self_attend(self.norm1.forward(x.clone()), &mut cache.self_attn)?;
+            let x = x + context;
+            let (context, cross_weights) =
                 cross_attend(self.norm2.forward(x.clone()), &mut cache.cross_attn)?;
             let x = x + context;
-            (
-                x.clone() + self.feed_forward.forward(self.norm3.forward(x)),
-                weights,
-            )
+            let hidden = x.clone() + self.feed_forward.forward(self.norm3.forward(x));
+            (hidden, self_weights, cross_weights)
         } else {
-            let x = self
-                .norm1
-                .forward(x.clone() + self_attend(x, &mut cache.self_attn)?);
-            let (context, weights) = cross_attend(x.clone(), &mut cache.cross_attn)?;
+            let (context, self_weights) = self_attend(x.clone(), &mut cache.self_attn)?;
+            let x = self.norm1.forward(x + context);
+            let (context, cross_weights) = cross_attend(x.clone(), &mut cache.cross_attn)?;
             let x = self.norm2.forward(x + context);
-            (
-                self.norm3.forward(x.clone() + self.feed_forward.forward(x)),
-                weights,
-            )
+            let hidden = self.norm3.forward(x.clone() + self.feed_forward.forward(x));
+            (hidden, self_weights, cross_weights)
+        };
+        Ok(DecoderOutput {
+            hidden,
+            self_weights: self_weights.into_iter().collect(),
+            cross_weights: cross_weights.into_iter().collect(),
         })
     }
 }
@@ -199,11 +203,13 @@ impl DecoderConfig {
     }
 }
 
-/// The decoder's hidden states and, when asked for, each layer's cross-attention weights.
+/// The decoder's hidden states and, when asked for, each layer's attention weights.
 #[derive(Debug, Clone)]
 pub struct DecoderOutput {
     /// `[B, T, d_model]`.
     pub hidden: Tensor<3>,
+    /// Per layer `[B, h, T, C + T]` over the `C` cached positions and these; empty unless asked for.
+    pub self_weights: Vec<Tensor<4>>,
     /// Per layer `[B, h, T, S]`; empty unless asked for.
     pub cross_weights: Vec<Tensor<4>>,
 }
@@ -224,26 +230,27 @@ impl Decoder {
             cache.layers.len(),
             self.layers.len()
         );
-        let mut hidden = x;
-        let mut cross_weights = Vec::new();
+        let mut output = DecoderOutput {
+            hidden: x,
+            self_weights: Vec::new(),
+            cross_weights: Vec::new(),
+        };
         for (layer, layer_cache) in self.layers.iter().zip(&mut cache.layers) {
-            let (next, weights) = layer.forward(
-                hidden,
+            let next = layer.forward(
+                output.hidden,
                 memory.clone(),
                 memory_padding.clone(),
                 layer_cache,
                 need_weights,
             )?;
-            hidden = next;
-            cross_weights.extend(weights);
+            output.hidden = next.hidden;
+            output.self_weights.extend(next.self_weights);
+            output.cross_weights.extend(next.cross_weights);
         }
         if let Some(norm) = &self.norm {
-            hidden = norm.forward(hidden);
+            output.hidden = norm.forward(output.hidden);
         }
-        Ok(DecoderOutput {
-            hidden,
-            cross_weights,
-        })
+        Ok(output)
     }
 }
 
@@ -323,9 +330,20 @@ mod tests {
                     true,
                 )
                 .unwrap();
-            (output.hidden, output.cross_weights)
+            (output.hidden, output.cross_weights, output.self_weights)
         };
-        let (reference, weights) = run(x.clone(), memory.clone());
+        let (reference, weights, self_weights) = run(x.clone(), memory.clone());
+        assert_eq!(self_weights.len(), 2);
+        assert_eq!(self_weights[1].dims(), [1, 2, 4, 4]);
+        let rows = self_weights[1]
+            .clone()
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        for (index, weight) in rows.iter().enumerate() {
+            let (query, key) = ((index / 4) % 4, index % 4);
+            assert!(key <= query || *weight == 0.0, "step {query} sees {key}");
+        }
         assert_eq!(weights.len(), 2);
         assert_eq!(weights[0].dims(), [1, 2, 4, 3]);
         let padded_weight: f32 = weights[0].clone().narrow(3, 2, 1).abs().sum().into_scalar();
@@ -336,7 +354,7 @@ mod tests {
             vec![memory.clone().narrow(1, 0, 2), memory.narrow(1, 2, 1) - 3.0],
             1,
         );
-        let (future, _) = run(changed_future, changed_padding);
+        let (future, _, _) = run(changed_future, changed_padding);
         future.narrow(1, 0, 3).into_data().assert_approx_eq::<f32>(
             &reference.narrow(1, 0, 3).into_data(),
             Tolerance::absolute(1e-6),

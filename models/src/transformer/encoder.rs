@@ -8,8 +8,9 @@
 //! [`FeedForward`] block. The stack applies `n_layers` layers, then an optional final LayerNorm
 //! (what pre-norm stacks use).
 //!
-//! Shapes: `x [B, T, d_model]`, `padding [B, T]` (`true` = padding) → `[B, T, d_model]`. Outputs
-//! at padded positions are computed but carry no meaning.
+//! Shapes: `x [B, T, d_model]`, `padding [B, T]` (`true` = padding) → `[B, T, d_model]`, and
+//! self-attention weights `[B, h, T, T]` per layer when asked for. Outputs at padded positions
+//! are computed but carry no meaning.
 
 use burn::config::Config;
 use burn::module::Module;
@@ -63,20 +64,42 @@ impl EncoderLayer {
         x: Tensor<3>,
         padding: Option<Tensor<2, Bool>>,
     ) -> Result<Tensor<3>, AttnError> {
-        let attend = |x: Tensor<3>| -> Result<Tensor<3>, AttnError> {
-            let input = MultiHeadInput::self_attn(x);
-            let input = match padding.clone() {
-                Some(padding) => input.padding(padding),
-                None => input,
-            };
-            Ok(self.dropout.forward(self.self_attn.forward(input)?.context))
+        Ok(self.forward_with_weights(x, padding, false)?.0)
+    }
+
+    /// As [`forward`](Self::forward), and the self-attention weights `[B, h, T, T]` when
+    /// `need_weights`.
+    pub fn forward_with_weights(
+        &self,
+        x: Tensor<3>,
+        padding: Option<Tensor<2, Bool>>,
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Option<Tensor<4>>), AttnError> {
+        let attend = |x: Tensor<3>| -> Result<_, AttnError> {
+            let mut input = MultiHeadInput::self_attn(x);
+            if let Some(padding) = padding.clone() {
+                input = input.padding(padding);
+            }
+            if need_weights {
+                input = input.with_weights();
+            }
+            let output = self.self_attn.forward(input)?;
+            Ok((self.dropout.forward(output.context), output.weights))
         };
         Ok(if self.norm_first {
-            let x = x.clone() + attend(self.norm1.forward(x))?;
-            x.clone() + self.feed_forward.forward(self.norm2.forward(x))
+            let (context, weights) = attend(self.norm1.forward(x.clone()))?;
+            let x = x + context;
+            (
+                x.clone() + self.feed_forward.forward(self.norm2.forward(x)),
+                weights,
+            )
         } else {
-            let x = self.norm1.forward(x.clone() + attend(x)?);
-            self.norm2.forward(x.clone() + self.feed_forward.forward(x))
+            let (context, weights) = attend(x.clone())?;
+            let x = self.norm1.forward(x + context);
+            (
+                self.norm2.forward(x.clone() + self.feed_forward.forward(x)),
+                weights,
+            )
         })
     }
 }
@@ -122,13 +145,29 @@ impl Encoder {
         x: Tensor<3>,
         padding: Option<Tensor<2, Bool>>,
     ) -> Result<Tensor<3>, AttnError> {
-        let x = self
-            .layers
-            .iter()
-            .try_fold(x, |x, layer| layer.forward(x, padding.clone()))?;
-        Ok(match &self.norm {
+        Ok(self.forward_with_weights(x, padding, false)?.0)
+    }
+
+    /// As [`forward`](Self::forward), and each layer's self-attention weights `[B, h, T, T]`
+    /// when `need_weights` (else none).
+    pub fn forward_with_weights(
+        &self,
+        x: Tensor<3>,
+        padding: Option<Tensor<2, Bool>>,
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Vec<Tensor<4>>), AttnError> {
+        let mut x = x;
+        let mut weights = Vec::new();
+        for layer in &self.layers {
+            let (next, layer_weights) =
+                layer.forward_with_weights(x, padding.clone(), need_weights)?;
+            x = next;
+            weights.extend(layer_weights);
+        }
+        let x = match &self.norm {
             Some(norm) => norm.forward(x),
             None => x,
-        })
+        };
+        Ok((x, weights))
     }
 }

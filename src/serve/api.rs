@@ -1,0 +1,372 @@
+//! The routes: request bodies parsed and checked here, the model work sent to the [`Worker`],
+//! every error a JSON body `{"error": "…"}` with a 4xx status (bad input), 503 (busy), 504
+//! (too slow) or 500 (the model failed).
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request as HttpRequest, State};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response as HttpResponse};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tower_http::timeout::TimeoutLayer;
+
+use super::worker::{Refused, Request, Response, Worker};
+use crate::attention_maps::{rollout, AttentionMaps, Matrix};
+use crate::error::Error;
+use crate::sentence_embedding::SelfAttention;
+use crate::translation::decode::DEFAULT_ALPHA;
+use crate::translation::{Attention, DecodeConfig, Search};
+
+/// The largest request body, in bytes (413 beyond).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The longest text, in characters (422 beyond).
+pub const MAX_TEXT_CHARS: usize = 1000;
+/// The largest beam a request may ask for.
+pub const MAX_BEAM: usize = 16;
+
+const PAGE: &str = include_str!("page.html");
+
+#[derive(Clone)]
+struct App {
+    worker: Worker,
+    timeout: Duration,
+}
+
+/// The routes over `worker`'s models; model work longer than `timeout` is answered 504, a whole
+/// request longer than twice that (a body that never ends) 408.
+pub fn router(worker: Worker, timeout: Duration) -> Router {
+    Router::new()
+        .route("/", get(|| async { Html(PAGE) }))
+        .route("/health", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/api/models", get(models))
+        .route("/api/translate", post(translate))
+        .route("/api/encode", post(encode))
+        .fallback(|method: Method, uri: Uri| async move {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("no such route: {method} {}", uri.path()),
+            )
+        })
+        .method_not_allowed_fallback(|method: Method, uri: Uri| async move {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("{} does not take {method}", uri.path()),
+            )
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout * 2,
+        ))
+        .layer(middleware::from_fn(json_errors))
+        .with_state(App { worker, timeout })
+}
+
+/// An error answer: its status and one line.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> HttpResponse {
+        (self.status, Json(json!({ "error": self.message }))).into_response()
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        let status = rejection.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("the request body is over {MAX_BODY_BYTES} bytes")
+        } else {
+            rejection.body_text()
+        };
+        Self::new(status, message)
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        let status = if error.is_environment() {
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::UNPROCESSABLE_ENTITY
+        };
+        Self::new(status, error.to_string())
+    }
+}
+
+/// Any error answer without a JSON body (a layer's 408, say) gets one naming its status.
+async fn json_errors(request: HttpRequest, next: Next) -> HttpResponse {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response.headers().get(header::CONTENT_TYPE)
+        == Some(&HeaderValue::from_static("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let reason = status.canonical_reason().unwrap_or("error").to_lowercase();
+        return ApiError::new(status, reason).into_response();
+    }
+    response
+}
+
+/// `body` as `T`: malformed JSON is 400; anything but an object, a wrong type, a missing or
+/// unknown field 422.
+fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let body = body?;
+    let value: Value = serde_json::from_slice(&body).map_err(|error| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the request body is not JSON: {error}"),
+        )
+    })?;
+    if !value.is_object() {
+        return Err(ApiError::unprocessable(
+            "the request body: expected a JSON object such as {\"text\": \"…\"}",
+        ));
+    }
+    serde_json::from_value(value)
+        .map_err(|error| ApiError::unprocessable(format!("the request body: {error}")))
+}
+
+/// `text` if it holds something and is at most [`MAX_TEXT_CHARS`] long.
+fn checked_text(field: &str, text: String) -> Result<String, ApiError> {
+    let chars = text.chars().count();
+    if text.trim().is_empty() {
+        return Err(ApiError::unprocessable(format!("{field}: is empty")));
+    }
+    if chars > MAX_TEXT_CHARS {
+        return Err(ApiError::unprocessable(format!(
+            "{field}: {chars} characters; at most {MAX_TEXT_CHARS}"
+        )));
+    }
+    Ok(text)
+}
+
+/// The model thread answered a request with another kind of answer.
+fn mismatched() -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the model thread answered another kind of request",
+    )
+}
+
+impl App {
+    /// Runs `request` on the model thread: 503 if the queue is full, 504 past the timeout.
+    async fn run(&self, request: Request) -> Result<Response, ApiError> {
+        let answer = self.worker.submit(request).map_err(|refused| {
+            let status = match refused {
+                Refused::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+                Refused::Stopped => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            ApiError::new(status, refused.to_string())
+        })?;
+        match tokio::time::timeout(self.timeout, answer).await {
+            Ok(Ok(answer)) => Ok(answer?),
+            Ok(Err(_)) => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the model thread has stopped",
+            )),
+            Err(_) => Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "no answer within {} s; try a shorter text or a smaller beam",
+                    self.timeout.as_secs_f64()
+                ),
+            )),
+        }
+    }
+}
+
+async fn models(State(app): State<App>) -> Json<Value> {
+    Json(json!({ "models": app.worker.models() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TranslateBody {
+    text: String,
+    model: Option<String>,
+    beam: Option<usize>,
+}
+
+/// Per layer and head, `[layer][head][query][key]`, as the page draws them.
+#[derive(Serialize)]
+struct TranslationMaps<'a> {
+    cross: &'a AttentionMaps,
+    encoder: &'a AttentionMaps,
+    decoder: &'a AttentionMaps,
+}
+
+#[derive(Serialize)]
+struct TranslationRollout {
+    encoder: Option<Matrix>,
+    decoder: Option<Matrix>,
+    cross: Matrix,
+}
+
+#[derive(Serialize)]
+struct Translated<'a> {
+    model: &'a str,
+    translation: &'a str,
+    source_tokens: &'a [String],
+    target_tokens: &'a [String],
+    decoder_inputs: &'a [String],
+    cut: bool,
+    attention: TranslationMaps<'a>,
+    rollout: TranslationRollout,
+}
+
+async fn translate(
+    State(app): State<App>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let body: TranslateBody = parse(body)?;
+    let text = checked_text("text", body.text)?;
+    let models = app.worker.models();
+    let model = match &body.model {
+        Some(name) => models
+            .iter()
+            .position(|info| &info.name == name && info.task == "translate"),
+        None => models.iter().position(|info| info.task == "translate"),
+    }
+    .ok_or_else(|| {
+        let names: Vec<&str> = models
+            .iter()
+            .filter(|info| info.task == "translate")
+            .map(|info| info.name.as_str())
+            .collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no translation model {}; loaded: {}",
+                body.model
+                    .as_deref()
+                    .map_or("is loaded".into(), |n| format!("{n:?}")),
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        )
+    })?;
+    let beam = body.beam.unwrap_or(1);
+    if !(1..=MAX_BEAM).contains(&beam) {
+        return Err(ApiError::unprocessable(format!(
+            "beam: {beam} is not in 1–{MAX_BEAM}"
+        )));
+    }
+    let decode = DecodeConfig {
+        search: Search::of_beam(beam, DEFAULT_ALPHA),
+        ..DecodeConfig::default()
+    };
+    let Response::Translated(attention) = app
+        .run(Request::Translate {
+            model,
+            text,
+            decode,
+        })
+        .await?
+    else {
+        return Err(mismatched());
+    };
+    Ok(Json(translated(&models[model].name, &attention)))
+}
+
+fn translated(model: &str, attention: &Attention) -> Value {
+    json!(Translated {
+        model,
+        translation: &attention.translation,
+        source_tokens: &attention.source,
+        target_tokens: &attention.target,
+        decoder_inputs: &attention.decoder_inputs,
+        cut: attention.cut,
+        attention: TranslationMaps {
+            cross: &attention.cross,
+            encoder: &attention.encoder,
+            decoder: &attention.decoder,
+        },
+        rollout: TranslationRollout {
+            encoder: attention.encoder_rollout(),
+            decoder: attention.decoder_rollout(),
+            cross: attention.cross_rollout(),
+        },
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EncodeBody {
+    text: String,
+    other: Option<String>,
+}
+
+/// One sentence's self-attention, as the page draws it.
+fn encoded(attention: &SelfAttention) -> Value {
+    json!({
+        "tokens": attention.tokens,
+        "cut": attention.cut,
+        "attention": { "encoder": attention.maps },
+        "rollout": { "encoder": rollout(&attention.maps) },
+    })
+}
+
+async fn encode(
+    State(app): State<App>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let body: EncodeBody = parse(body)?;
+    let text = checked_text("text", body.text)?;
+    let other = body
+        .other
+        .map(|other| checked_text("other", other))
+        .transpose()?;
+    let Some(info) = app
+        .worker
+        .models()
+        .iter()
+        .find(|info| info.task == "encode")
+    else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no sentence-embedding model is loaded (start the server with --model-dir)",
+        ));
+    };
+    let Response::Encoded {
+        text,
+        other,
+        similarity,
+    } = app.run(Request::Encode { text, other }).await?
+    else {
+        return Err(mismatched());
+    };
+    let mut answer = encoded(&text);
+    answer["model"] = json!(info.name);
+    if let Some(other) = &other {
+        answer["other"] = encoded(other);
+        answer["similarity"] = json!(similarity);
+    }
+    Ok(Json(answer))
+}

@@ -1,0 +1,510 @@
+//! `attnzoo serve` and `attnzoo::serve`: every route and every bad request in process (tiny
+//! models trained here, MiniLM where it is fetched), then the binary on a loopback port: its
+//! page rendered by headless Chromium, and SIGTERM ending it with status 0.
+//!
+//! `ATTNZOO_REQUIRE_CHROMIUM=1` (CI) makes a missing `chromium` a failure instead of a skip.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use attnzoo::sentence_embedding::default_model_dir;
+use attnzoo::serve::{router, Worker, MAX_BODY_BYTES, MAX_TEXT_CHARS};
+use attnzoo::translation::{DecodeConfig, Translator};
+use attnzoo_backends::{Backend, DeviceSpec};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+mod common;
+
+use common::{train, workdir, write_corpus};
+
+const SENTENCE: &str = "Die Katze läuft hier.";
+
+/// A tiny Transformer and a tiny RNN, trained on the invented corpus.
+fn checkpoints(dir: &Path) -> [PathBuf; 2] {
+    write_corpus(&dir.join("corpus"));
+    ["transformer", "rnn"].map(|model| {
+        let (code, _, stderr) = train(dir, model, "1", &[]);
+        assert_eq!(code, 0, "{stderr}");
+        dir.join(model)
+    })
+}
+
+fn minilm() -> Option<PathBuf> {
+    let dir = default_model_dir();
+    dir.join("model.safetensors").is_file().then_some(dir)
+}
+
+/// `method path` with `body` through the router: the status and the JSON answer.
+async fn call(app: &axum::Router, method: &str, path: &str, body: Body) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("{path}: not JSON: {}", String::from_utf8_lossy(&bytes)));
+    (status, value)
+}
+
+async fn post(app: &axum::Router, path: &str, body: Value) -> (StatusCode, Value) {
+    call(app, "POST", path, Body::from(body.to_string())).await
+}
+
+/// `[layers][heads][rows][keys]` with each row summing to 1.
+fn assert_maps(maps: &Value, layers: usize, rows: usize, keys: usize) {
+    let maps = maps.as_array().unwrap();
+    assert_eq!(maps.len(), layers);
+    for heads in maps {
+        for map in heads.as_array().unwrap() {
+            let map = map.as_array().unwrap();
+            assert_eq!(map.len(), rows);
+            for row in map {
+                let row = row.as_array().unwrap();
+                assert_eq!(row.len(), keys);
+                let total: f64 = row.iter().map(|w| w.as_f64().unwrap()).sum();
+                assert!((total - 1.0).abs() < 1e-4, "a row sums to {total}");
+            }
+        }
+    }
+}
+
+fn len(value: &Value) -> usize {
+    value.as_array().unwrap().len()
+}
+
+/// A bad request: `status`, and a JSON error that says `says`.
+fn assert_refused(answer: (StatusCode, Value), status: StatusCode, says: &str) {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    let error = answer.1["error"].as_str().unwrap();
+    assert!(error.contains(says), "{error:?} does not say {says:?}");
+    assert!(!error.contains('\n'), "one line: {error:?}");
+}
+
+#[tokio::test]
+async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
+    let tmp = workdir();
+    let [transformer, rnn] = checkpoints(tmp.path());
+    let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+    let minilm = minilm();
+    let worker = Worker::start(
+        &[transformer.clone(), rnn],
+        minilm.as_deref(),
+        device.clone(),
+        "ndarray",
+        4,
+    )
+    .unwrap();
+    let app = router(worker, Duration::from_secs(60));
+
+    let (status, health) = call(&app, "GET", "/health", Body::empty()).await;
+    assert_eq!((status, health), (StatusCode::OK, json!({"status": "ok"})));
+    let (status, models) = call(&app, "GET", "/api/models", Body::empty()).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    let expected = ["transformer", "rnn", "all-MiniLM-L6-v2"];
+    assert_eq!(names, expected[..2 + usize::from(minilm.is_some())]);
+    assert_eq!(models["models"][0]["kind"], "transformer");
+    assert_eq!(models["models"][0]["layers"], 3);
+    assert_eq!(models["models"][1]["attention"], "Bahdanau (additive)");
+
+    // The defaults are `attnzoo translate`'s: the same sentence, the same translation.
+    let translator = Translator::load(&transformer, &device).unwrap();
+    for beam in [1, 4] {
+        let (status, answer) = post(
+            &app,
+            "/api/translate",
+            json!({"text": SENTENCE, "beam": beam}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let config = DecodeConfig {
+            search: attnzoo::translation::Search::of_beam(beam, 1.0),
+            ..DecodeConfig::default()
+        };
+        let expected = translator.translate(&[SENTENCE], &config).unwrap();
+        assert_eq!(answer["translation"], expected[0]);
+        assert_eq!(answer["model"], "transformer");
+        let (s, t) = (len(&answer["source_tokens"]), len(&answer["target_tokens"]));
+        assert_eq!(len(&answer["decoder_inputs"]), t);
+        assert_maps(&answer["attention"]["cross"], 3, t, s);
+        assert_maps(&answer["attention"]["encoder"], 3, s, s);
+        assert_maps(&answer["attention"]["decoder"], 3, t, t);
+        assert_eq!(len(&answer["rollout"]["encoder"]), s);
+        assert_eq!(len(&answer["rollout"]["cross"]), t);
+    }
+    let (status, answer) = post(
+        &app,
+        "/api/translate",
+        json!({"text": SENTENCE, "model": "rnn"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (s, t) = (len(&answer["source_tokens"]), len(&answer["target_tokens"]));
+    assert_maps(&answer["attention"]["cross"], 1, t, s);
+    assert_eq!(answer["attention"]["encoder"], json!([]));
+    assert_eq!(answer["rollout"]["encoder"], Value::Null);
+
+    match &minilm {
+        Some(_) => {
+            let (status, answer) = post(
+                &app,
+                "/api/encode",
+                json!({"text": "The cat sleeps.", "other": "A cat is sleeping."}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            let tokens: Vec<&str> = answer["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            assert_eq!(tokens, ["[CLS]", "the", "cat", "sleeps", ".", "[SEP]"]);
+            assert_maps(&answer["attention"]["encoder"], 6, 6, 6);
+            let similarity = answer["similarity"].as_f64().unwrap();
+            assert!((0.5..=1.0).contains(&similarity), "{similarity}");
+            assert_eq!(
+                len(&answer["other"]["tokens"]),
+                7,
+                "[CLS] a cat is sleeping . [SEP]"
+            );
+        }
+        None => assert_refused(
+            post(&app, "/api/encode", json!({"text": "The cat."})).await,
+            StatusCode::NOT_FOUND,
+            "--model-dir",
+        ),
+    }
+
+    let translate = |body: Value| post(&app, "/api/translate", body);
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    assert_refused(
+        call(&app, "POST", "/api/translate", Body::from("{\"text\": ")).await,
+        StatusCode::BAD_REQUEST,
+        "EOF",
+    );
+    assert_refused(
+        call(&app, "POST", "/api/translate", Body::from("not json")).await,
+        StatusCode::BAD_REQUEST,
+        "expected",
+    );
+    let huge = json!({ "text": "a".repeat(MAX_BODY_BYTES) });
+    assert_refused(
+        translate(huge).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "65536 bytes",
+    );
+    let long = "Der Hund schläft. ".repeat(MAX_TEXT_CHARS / 10);
+    assert_refused(
+        translate(json!({"text": long})).await,
+        unprocessable,
+        "1000",
+    );
+    assert_refused(
+        translate(json!({"text": 5})).await,
+        unprocessable,
+        "invalid type",
+    );
+    assert_refused(
+        translate(json!({})).await,
+        unprocessable,
+        "missing field `text`",
+    );
+    assert_refused(
+        translate(json!([SENTENCE])).await,
+        unprocessable,
+        "a JSON object",
+    );
+    assert_refused(
+        translate(json!({"text": SENTENCE, "beam_size": 2})).await,
+        unprocessable,
+        "unknown field",
+    );
+    for beam in [json!(0), json!(17), json!(-1), json!(1.5), json!(1e30)] {
+        let answer = translate(json!({"text": SENTENCE, "beam": beam})).await;
+        assert_eq!(answer.0, unprocessable, "beam {beam}: {}", answer.1);
+    }
+    assert_refused(
+        translate(json!({"text": "  \n"})).await,
+        unprocessable,
+        "empty",
+    );
+    assert_refused(
+        translate(json!({"text": SENTENCE, "model": "nope"})).await,
+        StatusCode::NOT_FOUND,
+        "\"nope\"",
+    );
+    assert_refused(
+        translate(json!({"text": SENTENCE, "model": "all-MiniLM-L6-v2"})).await,
+        StatusCode::NOT_FOUND,
+        "transformer, rnn",
+    );
+    assert_refused(
+        call(&app, "GET", "/nope", Body::empty()).await,
+        StatusCode::NOT_FOUND,
+        "/nope",
+    );
+    assert_refused(
+        call(&app, "GET", "/api/translate", Body::empty()).await,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "GET",
+    );
+    // Odd but valid text is translated, not refused.
+    for text in ["\u{0}\u{1b}[31m", "🙂🙂", "ß", "<script>alert(1)</script>"] {
+        let (status, answer) = translate(json!({ "text": text })).await;
+        assert_eq!(status, StatusCode::OK, "{text:?}: {answer}");
+    }
+
+    // A full queue is 503, not a pile-up; the requests it took are answered.
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..24 {
+        let app = app.clone();
+        requests.spawn(async move {
+            post(
+                &app,
+                "/api/translate",
+                json!({"text": SENTENCE, "beam": 16}),
+            )
+            .await
+        });
+    }
+    let answers = requests.join_all().await;
+    let busy = answers
+        .iter()
+        .filter(|(status, _)| *status == StatusCode::SERVICE_UNAVAILABLE)
+        .count();
+    assert!(
+        busy > 0,
+        "24 requests at once on a queue of 4: none refused"
+    );
+    for (status, answer) in &answers {
+        assert!(
+            *status == StatusCode::OK || answer["error"].as_str().unwrap().contains("busy"),
+            "{status}: {answer}"
+        );
+    }
+    assert!(answers.iter().any(|(status, _)| *status == StatusCode::OK));
+    let (status, _) = call(&app, "GET", "/health", Body::empty()).await;
+    assert_eq!(status, StatusCode::OK, "still serving");
+}
+
+/// `attnzoo serve ARGS` on a free loopback port, and the address it prints.
+fn start(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attnzoo"))
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0", "--backend", "ndarray"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, addr)
+}
+
+/// A plain HTTP/1.1 GET: the status line and the body.
+fn get(addr: &str, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+fn chromium() -> Option<&'static str> {
+    let found = ["chromium", "chromium-browser"].into_iter().find(|name| {
+        Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success())
+    });
+    if found.is_none() && std::env::var_os("ATTNZOO_REQUIRE_CHROMIUM").is_some() {
+        panic!("ATTNZOO_REQUIRE_CHROMIUM is set but chromium is not installed");
+    }
+    found
+}
+
+/// The page headless Chromium renders for `url`, after its scripts ran.
+fn rendered(chromium: &str, url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
+    let tmp = workdir();
+    let [transformer, rnn] = checkpoints(tmp.path());
+    let (mut server, addr) = start(&[
+        "--checkpoint",
+        transformer.to_str().unwrap(),
+        "--checkpoint",
+        rnn.to_str().unwrap(),
+    ]);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let (status, body) = get(&addr, "/health");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let (status, page) = get(&addr, "/");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(page.contains("attnzoo"), "the page");
+    for remote in [
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+        "fetch('http",
+    ] {
+        assert!(
+            !page.contains(remote),
+            "the page loads nothing from elsewhere: {remote}"
+        );
+    }
+
+    if let Some(chromium) = chromium() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let expected = Translator::load(&transformer, &device)
+            .unwrap()
+            .translate(&[SENTENCE], &DecodeConfig::default())
+            .unwrap()
+            .remove(0);
+        let url = format!("http://{addr}/?text=Die%20Katze%20l%C3%A4uft%20hier.&model=transformer&kind=cross&view=matrix");
+        let dom = rendered(chromium, &url);
+        assert!(
+            dom.contains("data-state=\"ready\""),
+            "the page did not finish: {dom}"
+        );
+        let translation = dom
+            .split("id=\"translation\"")
+            .nth(1)
+            .and_then(|rest| rest.split_once('>'))
+            .map(|(_, rest)| rest.split('<').next().unwrap_or(""))
+            .unwrap_or_else(|| panic!("no #translation in {dom}"));
+        assert_eq!(translation.trim(), expected.trim());
+        assert!(dom.contains("id=\"matrix-view\""), "no heatmap in {dom}");
+        assert!(
+            dom.matches("class=\"cell\"").count() >= 4,
+            "no heatmap cells"
+        );
+        let dom = rendered(chromium, &format!("http://{addr}/?text=x&model=nope"));
+        assert!(
+            dom.contains("data-state=\"error\""),
+            "an unknown model shows an error"
+        );
+    }
+
+    let started = Instant::now();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(server.id() as i32, libc::SIGTERM) }, 0);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "SIGTERM did not stop it"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "SIGTERM is a clean stop");
+}
+
+#[test]
+fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
+    let tmp = workdir();
+    let missing = tmp.path().join("missing");
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["--queue", "0"], 2, "queue"),
+        (&["--timeout", "nan"], 2, "finite"),
+        (&["--addr", "localhost"], 2, "--addr"),
+        (&["--checkpoint", missing.to_str().unwrap()], 2, "missing"),
+        (
+            &["--model-dir", missing.to_str().unwrap()],
+            2,
+            "fetch-minilm",
+        ),
+    ];
+    for (args, code, says) in cases {
+        let mut all = vec!["serve", "--backend", "ndarray"];
+        all.extend_from_slice(args);
+        let (status, _, stderr) = common::attnzoo(&all, b"");
+        assert_eq!(status, code, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let [transformer, _] = checkpoints(tmp.path());
+    let (status, _, stderr) = common::attnzoo(
+        &[
+            "serve",
+            "--backend",
+            "ndarray",
+            "--checkpoint",
+            transformer.to_str().unwrap(),
+            "--addr",
+            &addr,
+        ],
+        b"",
+    );
+    assert_eq!(status, 1, "{stderr}");
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -30,13 +30,21 @@ pub enum BackendError {
     /// The device spec does not parse.
     BadSpec(String),
     /// The backend has no device of that kind.
-    NoSuchDevice { backend: Backend, spec: DeviceSpec },
+    NoSuchDevice {
+        /// The backend asked for.
+        backend: Backend,
+        /// The device it does not have.
+        spec: DeviceSpec,
+    },
     /// A device was named without a backend, and no compiled-in backend has one of that kind.
     NoBackendHas(DeviceSpec),
     /// The backend is compiled in, but opening the device failed here.
     Unavailable {
+        /// The backend asked for.
         backend: Backend,
+        /// The device it could not open.
         spec: DeviceSpec,
+        /// What went wrong, as the backend or the driver said it.
         reason: String,
     },
 }
@@ -293,9 +301,17 @@ pub struct DeviceArgs {
     /// on a hardware adapter), else tch, flex, ndarray — whichever are compiled in]
     #[cfg_attr(feature = "cli", arg(long, value_enum))]
     pub backend: Option<Backend>,
-    /// Device of that backend: default, cpu, gpu[:N], discrete[:N], integrated[:N], virtual[:N],
-    /// cuda[:N], mps (as the backend allows)
-    #[cfg_attr(feature = "cli", arg(long, default_value = "default"))]
+    /// Device of that backend: `default`, `cpu`, `gpu[:N]`, `discrete[:N]`, `integrated[:N]`,
+    /// `virtual[:N]`, `cuda[:N]`, `mps` (as the backend allows).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long,
+            default_value = "default",
+            help = "Device of that backend: default, cpu, gpu[:N], discrete[:N], integrated[:N], \
+                    virtual[:N], cuda[:N], mps (as the backend allows)"
+        )
+    )]
     pub device: String,
 }
 

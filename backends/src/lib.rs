@@ -1,14 +1,9 @@
-//! Run-time backend selection for attnzoo.
+#![doc = include_str!("../README.md")]
 //!
-//! Burn 0.22 modules are not generic over a backend: the backend is chosen by the
-//! [`Device`] a tensor lives on. This crate turns a user's choice — a [`Backend`] name and
-//! a device spec such as `cpu`, `gpu:1` or `cuda:0` — into that `Device`, says which
-//! backends this build can really use ([`probe_all`]), and gives tests one list of every
-//! usable device ([`test_devices`]).
-//!
-//! Each backend is a cargo feature of this crate: `ndarray` (default), `wgpu`, `tch`,
-//! `flex`, `cuda`. A backend that is not compiled in, or cannot open a device here, is a
-//! [`BackendError`] that names what is missing and how to get it.
+//! Items: [`Backend`] and [`DeviceSpec`] name a device, [`Backend::open`] and [`Backend::auto`]
+//! open one, [`probe_all`] says which backends this build can use, [`test_devices`] gives tests
+//! every usable device, and a [`BackendError`] says in one line why a backend cannot be used.
+#![warn(missing_docs)]
 
 mod backend;
 mod probe;

@@ -1,4 +1,6 @@
-//! Masked softmax and the positional key patterns (causal, sliding window, strided sparse).
+//! Masked softmax and the positional key patterns: causal (Vaswani et al. 2017), sliding window
+//! (local attention, as in Longformer, Beltagy et al. 2020) and strided sparse (Child et al. 2019,
+//! "Generating Long Sequences with Sparse Transformers").
 //!
 //! A mask is `true` where a key may not be attended. The softmax over keys is
 //!

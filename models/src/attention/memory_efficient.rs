@@ -1,4 +1,5 @@
-//! Memory-efficient exact attention (Rabe & Staats 2021; the online softmax of FlashAttention).
+//! Memory-efficient exact attention (Rabe & Staats 2021, "Self-attention Does Not Need O(n²)
+//! Memory"; the online softmax of FlashAttention, Dao et al. 2022).
 //!
 //! Queries are split into blocks of `query_chunk` and keys into blocks of `key_chunk`; for each
 //! query block a running maximum `m`, normaliser `ℓ` and accumulator `a` are carried over the key

@@ -10,7 +10,7 @@
 //!
 //! Three implementations compute the same function ([`AttentionImpl`]): the dense one
 //! materialises the score matrix and can return the weights; the fused one calls Burn's
-//! `attention` op (flash kernels on CubeCL and flex, SDPA on tch); the chunked one streams
+//! `attention` op (FlashAttention kernels, Dao et al. 2022, on CubeCL and flex; SDPA on tch); the chunked one streams
 //! over key blocks with an online softmax ([`super::memory_efficient`]). Asking for weights
 //! always takes the dense path, and so do top-k and hard attention ([`Selection`]).
 

@@ -1,4 +1,5 @@
-//! Learned absolute position embeddings (as in BERT and GPT-2): `x + E[pos]`, `E` trained.
+//! Learned absolute position embeddings (Gehring et al. 2017, "Convolutional Sequence to
+//! Sequence Learning"; as in BERT and GPT-2): `x + E[pos]`, `E` trained.
 //!
 //! Shapes: `x [B, T, d_model]` → `[B, T, d_model]`, `T ≤ max_len`.
 

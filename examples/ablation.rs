@@ -14,12 +14,10 @@
 use std::path::PathBuf;
 
 use attnzoo::home_cache;
-use attnzoo::translation::checkpoint::Checkpoint;
 use attnzoo::translation::corpus::{find_corpus, read_split, Split};
 use attnzoo::translation::report::{bleu_by_length, plot_bleu_by_length};
-use attnzoo::translation::train::TrainConfig;
 use attnzoo::translation::{
-    trainer, AttentionKind, DecodeConfig, ModelKind, TrainSpec, Translator,
+    self, AttentionKind, Checkpoint, DecodeConfig, ModelKind, TrainConfig, TrainSpec, Translator,
 };
 use attnzoo_backends::DeviceArgs;
 use clap::Parser;
@@ -100,7 +98,7 @@ fn run(args: &Args) -> Result<(), String> {
             ..TrainSpec::default()
         };
         let checkpoint =
-            trainer::run(&spec, &out, Some(args.minutes), &device).map_err(failed(name))?;
+            translation::train(&spec, &out, Some(args.minutes), &device).map_err(failed(name))?;
         if checkpoint.state.weights.is_empty() {
             return Err(format!(
                 "{name}: {} min was not enough for one epoch",

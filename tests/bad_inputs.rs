@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use attnzoo::translation::batch::SplitMix;
-
 mod common;
 
 /// A small corpus: every combination of subject, verb and adverb.
@@ -813,7 +811,15 @@ fn a_run_killed_at_random_moments_always_leaves_a_usable_folder() {
     let corpus = tmp.path().join("corpus");
     let out = tmp.path().join("run");
     write_corpus(&corpus);
-    let mut rng = SplitMix(13);
+    // splitmix64 from seed 13: the same pauses in every run.
+    let mut state = 13u64;
+    let mut next_u64 = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
     for round in 0..20 {
         let mut args = train_args(&corpus, &out, 10_000);
         if out.join("model.json").is_file() {
@@ -825,7 +831,7 @@ fn a_run_killed_at_random_moments_always_leaves_a_usable_folder() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(100 + rng.next_u64() % 1500));
+        std::thread::sleep(Duration::from_millis(100 + next_u64() % 1500));
         run.kill().unwrap(); // SIGKILL
         run.wait().unwrap();
         let (code, stdout, stderr) = common::attnzoo(

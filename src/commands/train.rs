@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use attnzoo::translation::checkpoint::Checkpoint;
-use attnzoo::translation::train::TrainConfig;
-use attnzoo::translation::{trainer, AttentionKind, ModelKind, TrainSpec};
+use attnzoo::translation::{self, AttentionKind, Checkpoint, ModelKind, TrainConfig, TrainSpec};
 use attnzoo_backends::DeviceArgs;
 
 use super::parse;
@@ -196,7 +194,7 @@ pub fn run(args: Args, given: &[String]) -> Result<()> {
         }
     }
     let (_, device) = args.device.open()?;
-    let checkpoint = trainer::run(&spec, &args.out, args.max_minutes, &device)?;
+    let checkpoint = translation::train(&spec, &args.out, args.max_minutes, &device)?;
     if checkpoint.state.weights.is_empty() {
         bail!(
             "--max-minutes {} was not enough for one batch: nothing is saved",

@@ -15,9 +15,8 @@
 //!   without duplicates and of the model's sizes, configs, weights and optimizer state those
 //!   `state.json` recorded (by checksum), the files it names inside the folder, weights finite.
 //!
-//! Adam's state is keyed by parameter id, and safetensors keep no ids: a resumed model gets
-//! fresh ones. `state.json` therefore records each parameter's id by its path in the model, and
-//! resuming gives the loaded parameters their old ids back before the optimizer state is read.
+//! What `state.json` holds is [`TrainState`](super::train_state::TrainState); the optimisation
+//! settings in `train.json` are a [`TrainConfig`].
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -28,13 +27,14 @@ use std::sync::Arc;
 use attnzoo_models::attention::AlignmentScore;
 use attnzoo_models::finite::non_finite_parameters;
 use attnzoo_models::seq2seq::{Seq2Seq, Seq2SeqConfig};
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
-use burn::tensor::{Bytes, Device, Tensor};
+use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 
-use super::train::TrainConfig;
+use super::train_config::TrainConfig;
+use super::train_state::{param_ids, with_param_ids, TrainState};
 use super::vocab::Vocab;
 use crate::error::{Error, Result};
 use crate::files::{remove_partial_files, write_atomically};
@@ -54,48 +54,6 @@ pub struct Vocabularies {
     pub source: Vocab,
     /// English.
     pub target: Vocab,
-}
-
-/// One epoch's numbers.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct EpochRecord {
-    /// 1-based.
-    pub epoch: usize,
-    /// Mean training loss per target token.
-    pub train_loss: f64,
-    /// Mean validation loss per target token.
-    pub valid_loss: f64,
-    /// Greedy BLEU on the validation split.
-    pub valid_bleu: f64,
-    /// Training time so far.
-    pub seconds: f64,
-}
-
-/// Where training stands.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct TrainState {
-    /// Epochs completed.
-    pub epoch: usize,
-    /// Optimizer steps taken.
-    pub step: usize,
-    /// Training time so far.
-    pub seconds: f64,
-    /// The weights file of this state.
-    pub weights: String,
-    /// The optimizer-state file of this state (empty: none saved).
-    #[serde(default)]
-    pub optimizer: String,
-    /// The weights file of the best validation BLEU (none: no best recorded; use the last).
-    #[serde(default)]
-    pub best_weights: Option<String>,
-    /// Each parameter's id (which keys the optimizer state) by its path in the model.
-    #[serde(default)]
-    pub param_ids: BTreeMap<String, u64>,
-    /// FNV-1a checksums of the files this state names, so a file from elsewhere is noticed.
-    #[serde(default)]
-    pub checksums: BTreeMap<String, u64>,
-    /// Every completed epoch.
-    pub history: Vec<EpochRecord>,
 }
 
 /// Which of a checkpoint's weights.
@@ -247,120 +205,6 @@ pub fn validate_model(config: &Seq2SeqConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks every number of a training config: counts at least 1, rates finite and above 0,
-/// probabilities in `[0, 1]`, label smoothing in `[0, 1)`.
-pub fn validate_train(config: &TrainConfig) -> Result<(), String> {
-    use validate::{at_least_one as one, field, fraction_below_one, positive, probability};
-    field("epochs", config.epochs, one)?;
-    field("batch_size", config.batch_size, one)?;
-    field(
-        "learning_rate",
-        config.learning_rate,
-        validate::learning_rate,
-    )?;
-    field(
-        "label_smoothing",
-        f64::from(config.label_smoothing),
-        fraction_below_one,
-    )?;
-    field("teacher_forcing", config.teacher_forcing, probability)?;
-    field("clip_norm", f64::from(config.clip_norm), positive)?;
-    field("max_len", config.max_len, one)?;
-    field("min_count", config.min_count, one)?;
-    if config.max_vocab < 5 {
-        return Err(format!(
-            "max_vocab: {} leaves no room beside the 4 special tokens",
-            config.max_vocab
-        ));
-    }
-    if let Some(limit) = config.train_limit {
-        field("train_limit", limit, one)?;
-    }
-    if config.bpe_vocab != 0 && config.bpe_vocab < 5 {
-        return Err(format!(
-            "bpe_vocab: {} leaves no room beside the 4 special tokens (0: whole words)",
-            config.bpe_vocab
-        ));
-    }
-    Ok(())
-}
-
-/// Checks `state.json`: times finite and not negative, the epoch that of its history, and the
-/// files it names plain names inside the folder.
-pub fn validate_state(state: &TrainState) -> Result<(), String> {
-    validate::field("seconds", state.seconds, validate::finite)?;
-    if state.seconds < 0.0 {
-        return Err(format!(
-            "seconds: {} is negative",
-            validate::show(state.seconds)
-        ));
-    }
-    if state.epoch != state.history.len() {
-        return Err(format!(
-            "epoch: {} but the history holds {} epochs",
-            state.epoch,
-            state.history.len()
-        ));
-    }
-    let names = [&state.weights, &state.optimizer]
-        .into_iter()
-        .chain(&state.best_weights)
-        .chain(state.checksums.keys());
-    for name in names {
-        let plain = Path::new(name)
-            .file_name()
-            .is_some_and(|file| file == name.as_str());
-        if !name.is_empty() && !plain {
-            return Err(format!(
-                "{name:?} is not a file name in the checkpoint's folder"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Walks a model's float parameters, tracking their paths.
-#[derive(Default)]
-struct ParamPaths {
-    path: Vec<String>,
-    ids: BTreeMap<String, u64>,
-    missing: Vec<String>,
-}
-
-impl ModuleVisitor for ParamPaths {
-    fn enter_module(&mut self, name: &str, _container: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.ids.insert(self.path.join("."), param.id.val());
-    }
-}
-
-impl ModuleMapper for ParamPaths {
-    fn enter_module(&mut self, name: &str, _container: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let path = self.path.join(".");
-        let Some(&id) = self.ids.get(&path) else {
-            self.missing.push(path);
-            return param;
-        };
-        let (_, value, mapper) = param.consume();
-        Param::from_mapped_value(ParamId::from(id), value, mapper)
-    }
-}
-
 fn model_sizes(config: &Seq2SeqConfig) -> (usize, usize) {
     match config {
         Seq2SeqConfig::Rnn(c) => (c.source_vocab, c.target_vocab),
@@ -419,7 +263,7 @@ impl Checkpoint {
         vocab: Vocabularies,
     ) -> Result<Self> {
         validate_model(&model)
-            .and_then(|()| validate_train(&train))
+            .and_then(|()| train.check())
             .map_err(Error::Input)?;
         fs::create_dir_all(dir).map_err(|error| Error::write(dir, error))?;
         let lock = lock(dir)?;
@@ -487,12 +331,12 @@ impl Checkpoint {
         } else {
             TrainState::default()
         };
-        validate_state(&state).map_err(in_file("state.json"))?;
+        state.check().map_err(in_file("state.json"))?;
         let recorded = |name: &str| state.checksums.get(name).copied();
         let model: Seq2SeqConfig = read_json(&dir.join("model.json"), recorded("model.json"))?;
         validate_model(&model).map_err(in_file("model.json"))?;
         let train: TrainConfig = read_json(&dir.join("train.json"), recorded("train.json"))?;
-        validate_train(&train).map_err(in_file("train.json"))?;
+        train.check().map_err(in_file("train.json"))?;
         let vocab: Vocabularies = read_json(&dir.join("vocab.json"), recorded("vocab.json"))?;
         let damaged =
             |error: String| Error::Input(format!("{}: damaged vocab.json: {error}", dir.display()));
@@ -617,18 +461,13 @@ impl Checkpoint {
         }
         let path = self.dir.join(&self.state.optimizer);
         let bytes = self.read_recorded(&self.state.optimizer)?;
-        let mut paths = ParamPaths {
-            ids: self.state.param_ids.clone(),
-            ..ParamPaths::default()
-        };
-        let model = model.map(&mut paths);
-        if !paths.missing.is_empty() {
-            return Err(Error::Input(format!(
+        let model = with_param_ids(model, &self.state.param_ids).map_err(|missing| {
+            Error::Input(format!(
                 "{}: state.json has no parameter id for {}: the files are from different runs",
                 self.dir.display(),
-                paths.missing.join(", ")
-            )));
-        }
+                missing.join(", ")
+            ))
+        })?;
         let optimizer = optimizer
             .from_bytes(Bytes::from_bytes_vec(bytes))
             .map_err(|error| {
@@ -690,13 +529,11 @@ impl Checkpoint {
             }
             _ => name.clone(),
         };
-        let mut paths = ParamPaths::default();
-        model.visit(&mut paths);
         let state = TrainState {
             weights: name.clone(),
             optimizer: optimizer_name.clone(),
             best_weights: Some(best_weights.clone()),
-            param_ids: paths.ids,
+            param_ids: param_ids(model),
             checksums,
             ..state
         };
@@ -777,9 +614,11 @@ fn weights_store(bytes: Vec<u8>) -> SafetensorsStore {
 mod tests {
     use super::*;
     use crate::translation::batch::{batch, Example};
+    use crate::translation::train_state::EpochRecord;
     use attnzoo_backends::{Backend, DeviceSpec};
     use attnzoo_models::seq2seq::RnnSeq2SeqConfig;
     use burn::optim::{AdamConfig, GradientsParams};
+    use burn::tensor::Tensor;
 
     fn examples() -> Vec<Example> {
         vec![

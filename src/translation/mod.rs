@@ -1,19 +1,41 @@
-//! German→English translation: the corpus, vocabularies, batching, training, checkpoints,
-//! decoding and BLEU/chrF. The models live in `attnzoo_models::seq2seq`.
+//! German→English translation: the corpus, vocabularies, training, checkpoints, decoding and
+//! BLEU/chrF. The models live in `attnzoo_models::seq2seq`.
 //!
-//! The two verbs: [`Translator::load`] then [`Translator::translate`], and [`trainer::run`].
+//! The verbs: [`Translator::load`] then [`Translator::translate`], and [`train`] (a
+//! [`TrainSpec`] into a run folder, whose files a [`Checkpoint`] reads and writes).
+//!
+//! Files: `recipe.rs` (what to train, and [`train`]), `train_config.rs` (the optimisation and
+//! data settings), `training_loop.rs` (epochs, loss, Adam, validation), `checkpoint.rs` (the run
+//! folder's files), `train_state.rs` (where a run stands: `state.json`).
 
-pub mod batch;
+mod batch;
 pub mod checkpoint;
 pub mod corpus;
 pub mod decode;
 pub mod metrics;
+mod recipe;
 pub mod report;
-pub mod train;
-pub mod trainer;
+mod train_config;
+mod train_state;
+mod training_loop;
 pub mod translator;
 pub mod vocab;
 
+pub use checkpoint::{Checkpoint, Vocabularies, Weights};
 pub use decode::{DecodeConfig, Search};
-pub use trainer::{AttentionKind, ModelKind, TrainSpec};
+pub use recipe::{train, AttentionKind, ModelKind, TrainSpec};
+pub use train_config::TrainConfig;
+pub use train_state::{EpochRecord, TrainState};
 pub use translator::{Attention, Evaluation, Translator};
+
+/// The paths of 0.1.0 before its modules were renamed, until `src/commands/demo.rs` imports from
+/// `translation::` (then remove).
+#[doc(hidden)]
+pub mod trainer {
+    pub use super::recipe::train as run;
+}
+/// See [`trainer`].
+#[doc(hidden)]
+pub mod train {
+    pub use super::train_config::TrainConfig;
+}

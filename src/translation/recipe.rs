@@ -1,5 +1,6 @@
-//! Training from Rust: [`run`] reads the corpus, builds the vocabularies, creates or resumes the
-//! checkpoint and trains — what `attnzoo train` does, without a command line.
+//! What to train and the one call that trains it: a [`TrainSpec`] (model, sizes, corpus, and a
+//! [`TrainConfig`]) and [`train`], which reads the corpus, builds the vocabularies, creates or
+//! resumes the run's folder and trains — what `attnzoo train` does, without a command line.
 
 use std::path::{Path, PathBuf};
 
@@ -8,9 +9,10 @@ use attnzoo_models::seq2seq::{RnnSeq2SeqConfig, Seq2SeqConfig, TransformerSeq2Se
 use burn::tensor::Device;
 
 use super::batch::examples;
-use super::checkpoint::{validate_train, Checkpoint, Vocabularies, Weights};
+use super::checkpoint::{Checkpoint, Vocabularies, Weights};
 use super::corpus::{find_corpus, read_lexicon, read_split, Pair, Split};
-use super::train::{train, Data, TrainConfig};
+use super::train_config::TrainConfig;
+use super::training_loop::{run_epochs, Data};
 use super::vocab::Vocab;
 use crate::error::{Error, Result};
 use crate::home_cache;
@@ -109,7 +111,7 @@ impl TrainSpec {
             if let Some(epochs) = self.epochs {
                 validate::field("epochs", epochs, validate::at_least_one)?;
             }
-            validate_train(&self.config)
+            self.config.check()
         };
         check().map_err(Error::Input)
     }
@@ -173,7 +175,7 @@ fn build_vocabularies(
 
 /// Trains (or with `spec.resume`, continues) the run in `out` on `device` until its epochs are
 /// done or `max_minutes` of training time in all have passed; returns the checkpoint.
-pub fn run(
+pub fn train(
     spec: &TrainSpec,
     out: &Path,
     max_minutes: Option<f64>,
@@ -277,6 +279,6 @@ pub fn run(
     } else {
         checkpoint.load_model(Weights::Last, &train_device)?
     };
-    train(&mut checkpoint, model, &data, device, max_minutes)?;
+    run_epochs(&mut checkpoint, model, &data, device, max_minutes)?;
     Ok(checkpoint)
 }

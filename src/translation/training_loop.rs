@@ -1,4 +1,4 @@
-//! Training: teacher forcing (a configurable ratio for the RNN), cross-entropy with label
+//! The training loop: teacher forcing (a configurable ratio for the RNN), cross-entropy with label
 //! smoothing that ignores padding, Adam with linear warmup then inverse-square-root decay,
 //! gradient-norm clipping, length-bucketed batches, validation loss and greedy BLEU each epoch,
 //! a progress bar (indicatif), an atomic checkpoint each epoch, a time budget, a fixed seed.
@@ -16,7 +16,6 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use attnzoo_models::seq2seq::Seq2Seq;
-use burn::config::Config;
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
@@ -25,67 +24,20 @@ use burn::tensor::{Device, Tensor};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
-use super::checkpoint::{Checkpoint, EpochRecord};
+use super::checkpoint::Checkpoint;
 use super::corpus::Pair;
 use super::decode::{best, decode, DecodeConfig};
 use super::metrics::corpus_bleu;
+use super::train_state::EpochRecord;
 use super::vocab::PAD_ID;
 use crate::error::{Error, Result};
 use crate::{parallel, validate};
-
-/// How a model is trained.
-#[derive(Config, Debug)]
-pub struct TrainConfig {
-    /// Passes over the training split.
-    #[config(default = 30)]
-    pub epochs: usize,
-    /// Sentence pairs per batch.
-    #[config(default = 32)]
-    pub batch_size: usize,
-    /// Peak learning rate.
-    #[config(default = 1e-3)]
-    pub learning_rate: f64,
-    /// Steps of linear warmup; the rate then decays as `1/√step`.
-    #[config(default = 300)]
-    pub warmup_steps: usize,
-    /// Label smoothing ε.
-    #[config(default = 0.1)]
-    pub label_smoothing: f32,
-    /// Probability of feeding the gold previous token to the RNN decoder (1 = always).
-    #[config(default = 1.0)]
-    pub teacher_forcing: f64,
-    /// Gradient L2-norm limit.
-    #[config(default = 1.0)]
-    pub clip_norm: f32,
-    /// Longest source or target kept, in tokens.
-    #[config(default = 50)]
-    pub max_len: usize,
-    /// Seed of the weights, the data order and teacher forcing.
-    #[config(default = 42)]
-    pub seed: u64,
-    /// A word enters the vocabulary when seen this often in the training split.
-    #[config(default = 2)]
-    pub min_count: usize,
-    /// Largest vocabulary, specials included.
-    #[config(default = 12000)]
-    pub max_vocab: usize,
-    /// Tokens per language of a byte-pair-encoding subword vocabulary, specials included;
-    /// 0 keeps whole words.
-    #[config(default = 4000)]
-    pub bpe_vocab: usize,
-    /// Word and phrase pairs of the dictionary's lexicon added to each epoch's sentences
-    /// (0: sentences only). Successive epochs take successive slices of one shuffled lexicon.
-    #[config(default = 0)]
-    pub lexicon_per_epoch: usize,
-    /// Train on the first N pairs of the training split only (quick checks); `None`: all.
-    pub train_limit: Option<usize>,
-}
 
 /// The training and validation data.
 pub struct Data {
     /// Training examples.
     pub train: Vec<Example>,
-    /// Word and phrase examples, [`TrainConfig::lexicon_per_epoch`] of them mixed into each epoch.
+    /// Word and phrase examples, [`TrainConfig::lexicon_per_epoch`](super::TrainConfig::lexicon_per_epoch) of them mixed into each epoch.
     pub lexicon: Vec<Example>,
     /// Validation examples (loss).
     pub valid: Vec<Example>,
@@ -103,14 +55,6 @@ impl Data {
         let start = (epoch - 1) * take;
         let lexicon = (start..start + take).map(|i| &self.lexicon[order[i % order.len()]]);
         self.train.iter().chain(lexicon).cloned().collect()
-    }
-}
-
-impl TrainConfig {
-    /// The learning rate at optimizer step `step` (1-based).
-    pub fn learning_rate_at(&self, step: usize) -> f64 {
-        let (step, warmup) = (step.max(1) as f64, self.warmup_steps.max(1) as f64);
-        self.learning_rate * (step / warmup).min((warmup / step).sqrt())
     }
 }
 
@@ -267,7 +211,7 @@ fn diverged(what: String, kept_epoch: usize) -> Error {
 /// Trains `model` (initialised on `device.autodiff()`) until the configured epochs are done or
 /// `max_minutes` of training time (this run's and earlier runs') have passed — the epoch under
 /// way then ends early — and checkpoints after every epoch.
-pub fn train(
+pub fn run_epochs(
     checkpoint: &mut Checkpoint,
     model: Seq2Seq,
     data: &Data,

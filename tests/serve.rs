@@ -106,7 +106,7 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         4,
     )
     .unwrap();
-    let app = router(worker, Duration::from_secs(60));
+    let app = router(worker.clone(), Duration::from_secs(60));
 
     let (status, health) = call(&app, "GET", "/health", Body::empty()).await;
     assert_eq!((status, health), (StatusCode::OK, json!({"status": "ok"})));
@@ -303,6 +303,15 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
     assert!(answers.iter().any(|(status, _)| *status == StatusCode::OK));
     let (status, _) = call(&app, "GET", "/health", Body::empty()).await;
     assert_eq!(status, StatusCode::OK, "still serving");
+
+    // Past its timeout a request is answered 504 (408 if the whole request ran out), in JSON.
+    let hurried = router(worker, Duration::from_micros(1));
+    let (status, answer) = post(&hurried, "/api/translate", json!({"text": SENTENCE})).await;
+    assert!(
+        [StatusCode::GATEWAY_TIMEOUT, StatusCode::REQUEST_TIMEOUT].contains(&status),
+        "{status}: {answer}"
+    );
+    assert!(answer["error"].is_string(), "{answer}");
 }
 
 /// `attnzoo serve ARGS` on a free loopback port, and the address it prints.

@@ -241,7 +241,7 @@ struct Translated<'a> {
 async fn translate(
     State(app): State<App>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<HttpResponse, ApiError> {
     let body: TranslateBody = parse(body)?;
     let text = checked_text("text", body.text)?;
     let models = app.worker.models();
@@ -292,11 +292,11 @@ async fn translate(
     else {
         return Err(mismatched());
     };
-    Ok(Json(translated(&models[model].name, &attention)))
+    Ok(Json(translated(&models[model].name, &attention)).into_response())
 }
 
-fn translated(model: &str, attention: &Attention) -> Value {
-    json!(Translated {
+fn translated<'a>(model: &'a str, attention: &'a Attention) -> Translated<'a> {
+    Translated {
         model,
         translation: &attention.translation,
         source_tokens: &attention.source,
@@ -313,7 +313,7 @@ fn translated(model: &str, attention: &Attention) -> Value {
             decoder: attention.decoder_rollout(),
             cross: attention.cross_rollout(),
         },
-    })
+    }
 }
 
 #[derive(Deserialize)]
@@ -323,20 +323,55 @@ struct EncodeBody {
     other: Option<String>,
 }
 
+#[derive(Serialize)]
+struct SelfAttentionMaps<'a> {
+    encoder: &'a AttentionMaps,
+}
+
+#[derive(Serialize)]
+struct SelfAttentionRollout {
+    encoder: Option<Matrix>,
+}
+
 /// One sentence's self-attention, as the page draws it.
-fn encoded(attention: &SelfAttention) -> Value {
-    json!({
-        "tokens": attention.tokens,
-        "cut": attention.cut,
-        "attention": { "encoder": attention.maps },
-        "rollout": { "encoder": rollout(&attention.maps) },
-    })
+#[derive(Serialize)]
+struct Sentence<'a> {
+    tokens: &'a [String],
+    cut: bool,
+    attention: SelfAttentionMaps<'a>,
+    rollout: SelfAttentionRollout,
+}
+
+impl<'a> From<&'a SelfAttention> for Sentence<'a> {
+    fn from(attention: &'a SelfAttention) -> Self {
+        Self {
+            tokens: &attention.tokens,
+            cut: attention.cut,
+            attention: SelfAttentionMaps {
+                encoder: &attention.maps,
+            },
+            rollout: SelfAttentionRollout {
+                encoder: rollout(&attention.maps),
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Encoded<'a> {
+    model: &'a str,
+    #[serde(flatten)]
+    text: Sentence<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    other: Option<Sentence<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    similarity: Option<f32>,
 }
 
 async fn encode(
     State(app): State<App>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<HttpResponse, ApiError> {
     let body: EncodeBody = parse(body)?;
     let text = checked_text("text", body.text)?;
     let other = body
@@ -362,11 +397,11 @@ async fn encode(
     else {
         return Err(mismatched());
     };
-    let mut answer = encoded(&text);
-    answer["model"] = json!(info.name);
-    if let Some(other) = &other {
-        answer["other"] = encoded(other);
-        answer["similarity"] = json!(similarity);
-    }
-    Ok(Json(answer))
+    let answer = Encoded {
+        model: &info.name,
+        text: Sentence::from(&text),
+        other: other.as_ref().map(Sentence::from),
+        similarity,
+    };
+    Ok(Json(answer).into_response())
 }

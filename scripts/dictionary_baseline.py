@@ -6,7 +6,8 @@ models' BLEU is read (docs/MEASUREMENTS.md).
 
 Each German word (and punctuation mark) of a test sentence is replaced by the English of the
 first single-word lexicon entry for it, compared lowercased, with a leading "to " dropped;
-words the lexicon lacks are kept. CORPUS_DIR defaults to the newest fetched corpus.
+words the lexicon lacks are kept. CORPUS_DIR defaults to the newest fetched corpus. The same
+rule in Rust is `DictionaryLookup` (src/translation/lookup.rs), which `attnzoo demo` prints.
 """
 import glob
 import os

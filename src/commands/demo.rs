@@ -1,5 +1,5 @@
-//! `attnzoo demo`: fetch → train for a few minutes → test BLEU → everyday and test translations →
-//! heatmaps.
+//! `attnzoo demo`: fetch → train for a few minutes → test BLEU (and the dictionary lookup's, for
+//! scale) → everyday and test translations → heatmaps.
 
 use std::path::PathBuf;
 
@@ -10,6 +10,7 @@ use attnzoo::translation::corpus::{self, everyday, find_corpus, read_split, Pair
 use attnzoo::translation::metrics::corpus_chrf;
 use attnzoo::translation::train::TrainConfig;
 use attnzoo::translation::{trainer, DecodeConfig, ModelKind, TrainSpec, Translator};
+use attnzoo::translation::{DictionaryLookup, Evaluation};
 use attnzoo::validate::show;
 use attnzoo_backends::DeviceArgs;
 
@@ -88,7 +89,9 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let translator = Translator::load(&dir, &device)?;
-    let test = read_split(&find_corpus(&cache)?, Split::Test)?;
+    let corpus = find_corpus(&cache)?;
+    let test = read_split(&corpus, Split::Test)?;
+    let lookup = DictionaryLookup::load(&corpus)?;
     // Beam search beat greedy on the validation split of each demo model (docs/MEASUREMENTS.md).
     let decoding = DecodeConfig::beam(BEAM);
     let scored = translator.evaluate(&test, &decoding)?;
@@ -99,6 +102,7 @@ pub fn run(args: Args) -> Result<()> {
         scored.bleu,
         scored.chrf
     ))?;
+    print_lookup(&mut out, &lookup.evaluate(&test)?)?;
     let everyday = everyday();
     let everyday_scored = translator.evaluate(&everyday, &decoding)?;
     out.line(format!(
@@ -107,6 +111,7 @@ pub fn run(args: Args) -> Result<()> {
         everyday_scored.bleu,
         everyday_scored.chrf
     ))?;
+    print_lookup(&mut out, &lookup.evaluate(&everyday)?)?;
     out.line("")?;
     print_examples(
         &mut out,
@@ -150,6 +155,14 @@ pub fn run(args: Args) -> Result<()> {
         args.out.display()
     ))?;
     out.finish()
+}
+
+/// The word-by-word dictionary lookup's score, under the model's: the scale it is read against.
+fn print_lookup(out: &mut Stdout, lookup: &Evaluation) -> Result<()> {
+    out.line(format!(
+        "  for scale, the dictionary looked up word by word: {}, chrF2 = {:.2}",
+        lookup.bleu, lookup.chrf
+    ))
 }
 
 /// The first five of `translated` under `title`: German, reference, ours.

@@ -12,6 +12,7 @@ mod batch;
 pub mod checkpoint;
 pub mod corpus;
 pub mod decode;
+pub mod lookup;
 pub mod metrics;
 mod recipe;
 pub mod report;
@@ -23,6 +24,7 @@ pub mod vocab;
 
 pub use checkpoint::{Checkpoint, Vocabularies, Weights};
 pub use decode::{DecodeConfig, Search};
+pub use lookup::DictionaryLookup;
 pub use recipe::{train, AttentionKind, ModelKind, TrainSpec};
 pub use train_config::TrainConfig;
 pub use train_state::{EpochRecord, TrainState};

@@ -90,7 +90,7 @@ impl SentenceEmbedder {
     }
 
     /// One unit vector per sentence, in input order. Sentences are sorted by length and run in
-    /// batches of `batch_size`, each padded to its longest sentence, at once where [`parallel`]
+    /// batches of `batch_size`, each padded to its longest sentence, at once where `parallel`
     /// says so.
     pub fn embed(&self, sentences: &[String], batch_size: usize) -> Result<Vec<Vec<f32>>> {
         if batch_size == 0 {

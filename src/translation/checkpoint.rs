@@ -15,7 +15,7 @@
 //!   without duplicates and of the model's sizes, configs, weights and optimizer state those
 //!   `state.json` recorded (by checksum), the files it names inside the folder, weights finite.
 //!
-//! What `state.json` holds is [`TrainState`](super::train_state::TrainState); the optimisation
+//! What `state.json` holds is [`TrainState`]; the optimisation
 //! settings in `train.json` are a [`TrainConfig`].
 
 use std::collections::BTreeMap;

@@ -253,7 +253,7 @@ fn greedy_rows(
 /// Translations (as target ids) of every source: for each, the `n_best` best hypotheses, best
 /// first (greedy search: its one). A source of `|X|` tokens gets at most
 /// [`DecodeConfig::output_limit`]`(|X|, model_limit)` tokens. Greedy search runs 64 sources at a
-/// time, beam search 16, the groups at once where [`parallel`] says so.
+/// time, beam search 16, the groups at once where `parallel` says so.
 pub fn decode(
     model: &Seq2Seq,
     sources: &[Vec<usize>],

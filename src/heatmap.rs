@@ -26,9 +26,13 @@ pub struct Heatmap<'a> {
     pub weights: &'a [f32],
 }
 
-const CELL: i32 = 28;
-/// About how wide a character of the 13 px labels is, in pixels.
-const CHAR: i32 = 8;
+/// The picture's cells fill about this many pixels across (short sentences get larger cells).
+const GRID: i32 = 640;
+/// The smallest and largest cell, in pixels.
+const CELLS: (i32, i32) = (28, 56);
+/// Label text size, and about how wide one of its characters is, in pixels.
+const FONT: u32 = 14;
+const CHAR: i32 = 9;
 /// Height of the title line.
 const TITLE: i32 = 30;
 /// Room right of the cells for the colour bar and its labels.
@@ -48,6 +52,12 @@ fn longest(labels: &[String]) -> i32 {
 }
 
 impl Heatmap<'_> {
+    /// A cell's side: the grid about [`GRID`] pixels across, within [`CELLS`].
+    fn cell(&self) -> i32 {
+        let tokens = self.row_labels.len().max(self.col_labels.len()).max(1) as i32;
+        (GRID / tokens).clamp(CELLS.0, CELLS.1)
+    }
+
     /// Left of the cells: room for the row labels.
     fn left(&self) -> i32 {
         12 + CHAR * longest(self.row_labels).max(3)
@@ -62,8 +72,8 @@ impl Heatmap<'_> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = (self.row_labels.len() as i32, self.col_labels.len() as i32);
         (
-            (self.left() + cols.max(4) * CELL + BAR_SPACE) as u32,
-            (self.top() + rows.max(4) * CELL + 12) as u32,
+            (self.left() + cols.max(4) * self.cell() + BAR_SPACE) as u32,
+            (self.top() + rows.max(4) * self.cell() + 12) as u32,
         )
     }
 
@@ -85,8 +95,8 @@ impl Heatmap<'_> {
         root: &DrawingArea<DB, Shift>,
         font: &FontDesc,
     ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-        let x = self.left() + self.col_labels.len() as i32 * CELL + 12;
-        let height = self.row_labels.len().max(4) as i32 * CELL;
+        let x = self.left() + self.col_labels.len() as i32 * self.cell() + 12;
+        let height = self.row_labels.len().max(4) as i32 * self.cell();
         let top = self.top();
         let step = height / BAR_STEPS;
         for i in 0..BAR_STEPS {
@@ -118,8 +128,8 @@ impl Heatmap<'_> {
             ));
         }
         root.fill(&WHITE).map_err(failed)?;
-        let font = ("sans-serif", 13).into_font();
-        let (left, top) = (self.left(), self.top());
+        let font = ("sans-serif", FONT).into_font();
+        let (left, top, cell) = (self.left(), self.top(), self.cell());
         root.draw(&Text::new(
             self.fitted_title(),
             (8, 8),
@@ -128,17 +138,17 @@ impl Heatmap<'_> {
         .map_err(failed)?;
         let right = TextStyle::from(font.clone()).pos(Pos::new(HPos::Right, VPos::Center));
         for (row, label) in self.row_labels.iter().enumerate() {
-            let y = top + row as i32 * CELL;
+            let y = top + row as i32 * cell;
             root.draw(&Text::new(
                 printable(label),
-                (left - 6, y + CELL / 2),
+                (left - 6, y + cell / 2),
                 right.clone(),
             ))
             .map_err(failed)?;
             for col in 0..cols {
-                let x = left + col as i32 * CELL;
+                let x = left + col as i32 * cell;
                 root.draw(&Rectangle::new(
-                    [(x, y), (x + CELL, y + CELL)],
+                    [(x, y), (x + cell, y + cell)],
                     shade(self.weights[row * cols + col]).filled(),
                 ))
                 .map_err(failed)?;
@@ -147,7 +157,7 @@ impl Heatmap<'_> {
         let vertical = TextStyle::from(font.transform(FontTransform::Rotate270))
             .pos(Pos::new(HPos::Left, VPos::Center));
         for (col, label) in self.col_labels.iter().enumerate() {
-            let x = left + col as i32 * CELL + CELL / 2;
+            let x = left + col as i32 * cell + cell / 2;
             root.draw(&Text::new(printable(label), (x, top - 6), vertical.clone()))
                 .map_err(failed)?;
         }
@@ -226,7 +236,7 @@ mod tests {
             weights: &[0.5; 64],
         };
         let (width, height) = grid.size();
-        let cells = (8 * CELL) as f64 * (8 * CELL) as f64;
+        let cells = f64::from(8 * grid.cell()).powi(2);
         assert!(
             cells > 0.35 * f64::from(width) * f64::from(height),
             "the cells fill the picture, not the title: {width}×{height}"

@@ -26,6 +26,9 @@ pub const MAX_QUEUE: usize = 1024;
 /// The longest a request to `attnzoo serve` may take, in seconds: an hour.
 pub const MAX_TIMEOUT_SECONDS: f64 = 3600.0;
 
+/// The shortest request timeout, in seconds: below it no translation could finish.
+pub const MIN_TIMEOUT_SECONDS: f64 = 0.1;
+
 /// `value` as a reader wants it in a message: `0.05`, `0.0625`, `1e30`, `1e-300` — at most
 /// four decimals, never 300 digits.
 pub fn show(value: f64) -> String {
@@ -97,9 +100,14 @@ pub fn minutes(value: f64) -> Result<f64, String> {
     positive_up_to(value, MAX_MINUTES, "in (0, 10080] minutes (a week)")
 }
 
-/// A request timeout: above 0, at most [`MAX_TIMEOUT_SECONDS`].
+/// A request timeout: [`MIN_TIMEOUT_SECONDS`] to [`MAX_TIMEOUT_SECONDS`].
 pub fn timeout_seconds(value: f64) -> Result<f64, String> {
-    positive_up_to(value, MAX_TIMEOUT_SECONDS, "in (0, 3600] seconds (an hour)")
+    within(
+        value,
+        MIN_TIMEOUT_SECONDS,
+        MAX_TIMEOUT_SECONDS,
+        "in [0.1, 3600] seconds",
+    )
 }
 
 /// Beam search's length-penalty α: in `[-MAX_ALPHA, MAX_ALPHA]`.
@@ -196,6 +204,7 @@ mod tests {
         assert!(beam_size(0).is_err() && beam_size(MAX_BEAM).is_ok());
         assert!(queue_length(0).is_err() && queue_length(MAX_QUEUE + 1).is_err());
         assert!(timeout_seconds(0.0).is_err() && timeout_seconds(3600.0).is_ok());
+        assert!(timeout_seconds(1e-12).is_err() && timeout_seconds(0.1).is_ok());
         assert!(timeout_seconds(f64::NAN).is_err() && timeout_seconds(3601.0).is_err());
         assert!(beam_size(MAX_BEAM + 1).unwrap_err().contains("64"));
         assert_eq!(

@@ -205,6 +205,27 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         StatusCode::BAD_REQUEST,
         "expected",
     );
+    let plain = Request::builder()
+        .method("POST")
+        .uri("/api/translate")
+        .header("content-type", "text/plain")
+        .body(Body::from(json!({"text": SENTENCE}).to_string()))
+        .unwrap();
+    let response = app.clone().oneshot(plain).await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let declared = Request::builder()
+        .method("POST")
+        .uri("/api/translate")
+        .header("content-type", "application/json")
+        .header("content-length", "1000000000000")
+        .body(Body::from("{}"))
+        .unwrap();
+    let response = app.clone().oneshot(declared).await.unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "refused unread"
+    );
     let huge = json!({ "text": "a".repeat(MAX_BODY_BYTES) });
     assert_refused(
         translate(huge).await,
@@ -314,8 +335,18 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
     assert!(answer["error"].is_string(), "{answer}");
 }
 
+/// A server the test started: killed when the test ends, even by a failed assertion.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `attnzoo serve ARGS` on a free loopback port, and the address it prints.
-fn start(args: &[&str]) -> (Child, String) {
+fn start(args: &[&str]) -> (Running, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attnzoo"))
         .arg("serve")
         .args(["--addr", "127.0.0.1:0", "--backend", "ndarray"])
@@ -334,18 +365,23 @@ fn start(args: &[&str]) -> (Child, String) {
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, addr)
+    (Running(child), addr)
 }
 
 /// A plain HTTP/1.1 GET: the status line and the body.
 fn get(addr: &str, path: &str) -> (String, String) {
+    get_from(addr, addr, path)
+}
+
+/// A GET to `addr` that says it is for `host`.
+fn get_from(addr: &str, host: &str, path: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
@@ -411,6 +447,28 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     let (status, body) = get(&addr, "/health");
     assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let port = addr.rsplit(':').next().unwrap();
+    for host in [
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.1".into(),
+    ] {
+        assert_eq!(
+            get_from(&addr, &host, "/health").0,
+            "HTTP/1.1 200 OK",
+            "{host}"
+        );
+    }
+    let (status, body) = get_from(&addr, &format!("attacker.example:{port}"), "/health");
+    assert_eq!(
+        status, "HTTP/1.1 421 Misdirected Request",
+        "DNS rebinding: {body}"
+    );
+    assert!(body.contains("localhost only"), "{body}");
+    // A client that sends half a request and waits is cut off; the server goes on.
+    let mut idle = TcpStream::connect(&addr).unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
     let (status, page) = get(&addr, "/");
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(page.contains("attnzoo"), "the page");
@@ -461,9 +519,12 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
 
     let started = Instant::now();
     // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(server.id() as i32, libc::SIGTERM) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) },
+        0
+    );
     let status = loop {
-        if let Some(status) = server.try_wait().unwrap() {
+        if let Some(status) = server.0.try_wait().unwrap() {
             break status;
         }
         assert!(
@@ -473,15 +534,17 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(0), "SIGTERM is a clean stop");
+    drop(idle);
 }
 
 #[test]
 fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
     let tmp = workdir();
     let missing = tmp.path().join("missing");
-    let cases: [(&[&str], i32, &str); 5] = [
+    let cases: [(&[&str], i32, &str); 6] = [
         (&["--queue", "0"], 2, "queue"),
         (&["--timeout", "nan"], 2, "finite"),
+        (&["--timeout", "1e-12"], 2, "[0.1, 3600]"),
         (&["--addr", "localhost"], 2, "--addr"),
         (&["--checkpoint", missing.to_str().unwrap()], 2, "missing"),
         (
@@ -516,4 +579,19 @@ fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
     assert_eq!(status, 1, "{stderr}");
     assert!(stderr.contains("cannot listen on"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let twice = format!("{}/", transformer.display());
+    let (status, _, stderr) = common::attnzoo(
+        &[
+            "serve",
+            "--backend",
+            "ndarray",
+            "--checkpoint",
+            transformer.to_str().unwrap(),
+            "--checkpoint",
+            &twice,
+        ],
+        b"",
+    );
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("given twice"), "{stderr}");
 }

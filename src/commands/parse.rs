@@ -46,7 +46,7 @@ pub fn fraction_below_one_f32(text: &str) -> Result<f32, String> {
     fraction_below_one(text).map(|value| value as f32)
 }
 
-/// A request timeout in seconds, in `(0, 3600]`.
+/// A request timeout in seconds, in `[0.1, 3600]`.
 pub fn timeout_seconds(text: &str) -> Result<f64, String> {
     validate::timeout_seconds(number(text)?)
 }

@@ -39,8 +39,9 @@ struct App {
     timeout: Duration,
 }
 
-/// The routes over `worker`'s models; model work longer than `timeout` is answered 504, a whole
-/// request longer than twice that (a body that never ends) 408.
+/// The routes over `worker`'s models; model work longer than `timeout` (waiting in the queue
+/// included) is answered 504, a whole request longer than twice that (a body that never ends)
+/// 408. POST bodies must be `application/json` (415) of at most [`MAX_BODY_BYTES`] (413).
 pub fn router(worker: Worker, timeout: Duration) -> Router {
     Router::new()
         .route("/", get(|| async { Html(PAGE) }))
@@ -65,7 +66,7 @@ pub fn router(worker: Worker, timeout: Duration) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             timeout * 2,
         ))
-        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(timeout, checked))
         .with_state(App { worker, timeout })
 }
 
@@ -87,6 +88,21 @@ impl ApiError {
     fn unprocessable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, message)
     }
+
+    /// What a bare `status` from a layer means here.
+    fn from_status(status: StatusCode, timeout: Duration) -> Self {
+        let message = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => {
+                format!("the request body is over {MAX_BODY_BYTES} bytes")
+            }
+            StatusCode::REQUEST_TIMEOUT => format!(
+                "the request did not arrive and finish within {} s",
+                (2 * timeout).as_secs_f64()
+            ),
+            _ => status.canonical_reason().unwrap_or("error").to_lowercase(),
+        };
+        Self::new(status, message)
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -101,7 +117,10 @@ impl From<BytesRejection> for ApiError {
         let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
             format!("the request body is over {MAX_BODY_BYTES} bytes")
         } else {
-            rejection.body_text()
+            format!(
+                "the request body could not be read: {}",
+                rejection.body_text()
+            )
         };
         Self::new(status, message)
     }
@@ -118,17 +137,72 @@ impl From<Error> for ApiError {
     }
 }
 
-/// Any error answer without a JSON body (a layer's 408, say) gets one naming its status.
-async fn json_errors(request: HttpRequest, next: Next) -> HttpResponse {
+/// Refuses a POST that is not JSON (415; a web page elsewhere cannot send JSON without the
+/// server's consent, so it cannot fill the queue) or says it is too large (413, before it is
+/// read); gives any error answer without a JSON body (a layer's 408, say) one naming it.
+async fn checked(
+    State(timeout): State<Duration>,
+    request: HttpRequest,
+    next: Next,
+) -> HttpResponse {
+    let headers = request.headers();
+    if request.method() == Method::POST {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("");
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if !essence.eq_ignore_ascii_case("application/json") {
+            return ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "the request body must be JSON, sent with Content-Type: application/json",
+            )
+            .into_response();
+        }
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE, timeout).into_response();
+    }
     let response = next.run(request).await;
     let status = response.status();
     let is_json = response.headers().get(header::CONTENT_TYPE)
         == Some(&HeaderValue::from_static("application/json"));
     if (status.is_client_error() || status.is_server_error()) && !is_json {
-        let reason = status.canonical_reason().unwrap_or("error").to_lowercase();
-        return ApiError::new(status, reason).into_response();
+        return ApiError::from_status(status, timeout).into_response();
     }
     response
+}
+
+/// Answers a request whose `Host` is not a loopback name with 421: a server on a loopback
+/// address is for this machine's clients, not for pages whose DNS name was rebound to it.
+pub(super) async fn loopback_host(request: HttpRequest, next: Next) -> HttpResponse {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let loopback = name.eq_ignore_ascii_case("localhost")
+        || name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!("this server answers requests to localhost only, not to Host {host:?}"),
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// `body` as `T`: malformed JSON is 400; anything but an object, a wrong type, a missing or
@@ -191,7 +265,8 @@ impl App {
             Err(_) => Err(ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!(
-                    "no answer within {} s; try a shorter text or a smaller beam",
+                    "no answer within {} s, waiting for the models included; try again, or a \
+                     shorter text",
                     self.timeout.as_secs_f64()
                 ),
             )),

@@ -21,12 +21,25 @@ mod api;
 mod worker;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
 
 pub use api::{router, MAX_BEAM, MAX_BODY_BYTES, MAX_TEXT_CHARS};
 pub use worker::{ModelInfo, Refused, Request, Response, Worker};
 
 use crate::error::{Error, Result};
+
+/// The longest a client may take to send a request's headers, or stay idle between requests.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections served at once; more are closed as they come.
+pub const MAX_CONNECTIONS: usize = 256;
+/// After the shutdown signal, how long requests in flight may take to finish.
+pub const DRAIN: Duration = Duration::from_secs(10);
 
 /// A bound listener and the routes it serves.
 pub struct Server {
@@ -37,13 +50,19 @@ pub struct Server {
 impl Server {
     /// Listens on `addr` (port 0: any free port) for the models of `worker`; a request that
     /// takes longer than `timeout` in all is answered 504 (or 408 while its body is read).
+    /// Bound to a loopback address, it answers only requests addressed to one (`Host`), so a
+    /// web page elsewhere cannot reach it through DNS rebinding.
     pub async fn bind(addr: SocketAddr, worker: Worker, timeout: Duration) -> Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|error| Error::Machine(format!("cannot listen on {addr}: {error}")))?;
         Ok(Self {
             listener,
-            router: router(worker, timeout),
+            router: if addr.ip().is_loopback() {
+                router(worker, timeout).layer(axum::middleware::from_fn(api::loopback_host))
+            } else {
+                router(worker, timeout)
+            },
         })
     }
 
@@ -54,18 +73,57 @@ impl Server {
             .map_err(|error| Error::Machine(format!("the listening address: {error}")))
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    /// Serves until `shutdown` completes, then lets the requests in flight finish (at most
+    /// [`DRAIN`]). A connection that takes over [`HEADER_TIMEOUT`] to send its headers, or idles
+    /// that long between requests, is closed.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|error| Error::Machine(format!("serving: {error}")))
+        let (stop, stopped) = watch::channel(false);
+        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                () = &mut shutdown => break,
+            };
+            let Ok((stream, _)) = accepted else {
+                // Out of file descriptors, say: wait for connections to close.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                continue; // too many connections: this one is dropped, closed
+            };
+            let service = TowerToHyperService::new(self.router.clone());
+            let mut stopped = stopped.clone();
+            connections.spawn(async move {
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(connection);
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    _ = stopped.changed() => {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.await;
+                    }
+                }
+                drop(slot);
+            });
+            while connections.try_join_next().is_some() {}
+        }
+        let _ = stop.send(true);
+        let _ = tokio::time::timeout(DRAIN, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        Ok(())
     }
 }
-
 /// Completes on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {
     let interrupt = async {

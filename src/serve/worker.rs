@@ -132,6 +132,17 @@ impl Worker {
         if queue == 0 {
             return Err(Error::Input("queue: must be at least 1".into()));
         }
+        let mut seen = Vec::new();
+        for dir in checkpoints {
+            let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            if seen.contains(&canonical) {
+                return Err(Error::Input(format!(
+                    "the checkpoint {} is given twice",
+                    dir.display()
+                )));
+            }
+            seen.push(canonical);
+        }
         let (jobs, receiver) = sync_channel::<Job>(queue);
         let (ready, loaded) = sync_channel::<Result<Vec<ModelInfo>>>(1);
         let checkpoints = checkpoints.to_vec();

@@ -131,8 +131,9 @@ fn without_notes(text: &str) -> String {
 
 /// The word and phrase pairs of a dictionary file's text (the [`LEXICON`]), in file order,
 /// without duplicates: every aligned sub-entry that is not a sentence pair, first synonym of
-/// each side, notes removed — except from lines that hold a sentence of `held_out` and entries
-/// whose German side is one.
+/// each side, notes removed — except from lines that hold a sentence of `held_out`, entries
+/// whose German side is one, and entries without a German letter or digit (the dictionary
+/// expands `?` into an institute's name).
 pub fn lexicon_pairs(dictionary: &str, held_out: &HashSet<&str>) -> Vec<Pair> {
     let mut seen = HashSet::new();
     let mut pairs = Vec::new();
@@ -158,6 +159,9 @@ pub fn lexicon_pairs(dictionary: &str, held_out: &HashSet<&str>) -> Vec<Pair> {
             let (Some(german), Some(english)) = (first(german), first(english)) else {
                 continue;
             };
+            if !german.chars().any(char::is_alphanumeric) {
+                continue;
+            }
             if !held_out.contains(german.as_str()) && seen.insert((german.clone(), english.clone()))
             {
                 pairs.push(Pair { german, english });
@@ -385,7 +389,8 @@ mod tests {
     fn lexicon_entries_lose_their_notes_and_keep_the_first_synonym() {
         let dictionary = "Lüftungsgerät {n}; Lüfter {m} | Lüftungsgeräte {pl} :: air handling unit /AHU/; air handler | air handling units\n\
             blank; pur [geh.] {adj} | blanker Hohn | Das ist blanker Unsinn. :: sheer; pure <purer> | sheer/pure mockery | That's sheer nonsense.\n\
-            (im Gedränge) aneinanderstoßen {vi} :: to jostle against each other\n";
+            (im Gedränge) aneinanderstoßen {vi} :: to jostle against each other\n\
+            ? :: National Institute of Occupational Safety and Health\n";
         let got: Vec<(String, String)> = lexicon_pairs(dictionary, &HashSet::new())
             .into_iter()
             .map(|p| (p.german, p.english))

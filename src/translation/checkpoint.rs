@@ -66,6 +66,17 @@ pub enum Weights {
 }
 
 /// Everything in a checkpoint folder but the weights.
+///
+/// ```no_run
+/// use attnzoo::translation::{Checkpoint, Weights};
+///
+/// let checkpoint = Checkpoint::open("runs/demo/model".as_ref())?; // read only: no lock taken
+/// println!("{} epochs, {} German tokens", checkpoint.state.epoch, checkpoint.vocab.source.len());
+/// let device = burn::tensor::Device::default();
+/// let model = checkpoint.load_model(Weights::Best, &device)?; // an attnzoo_models::seq2seq::Seq2Seq
+/// # let _ = model;
+/// # Ok::<(), attnzoo::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Checkpoint {
     /// The folder.

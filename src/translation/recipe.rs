@@ -58,6 +58,26 @@ pub enum AttentionKind {
 }
 
 /// What to train, how, and on what.
+///
+/// ```no_run
+/// use attnzoo::translation::{self, AttentionKind, ModelKind, TrainConfig, TrainSpec};
+///
+/// let (_, device) = attnzoo_backends::Backend::auto()?;
+/// // An RNN with Luong "general" attention, 20 epochs or 30 minutes, whichever ends first.
+/// let spec = TrainSpec {
+///     model: ModelKind::Rnn,
+///     attention: AttentionKind::General,
+///     config: TrainConfig::new()
+///         .with_epochs(20)
+///         .with_learning_rate(ModelKind::Rnn.default_learning_rate()),
+///     ..TrainSpec::default()
+/// };
+/// let checkpoint = translation::train(&spec, "runs/rnn".as_ref(), Some(30.0), &device)?;
+/// for epoch in &checkpoint.state.history {
+///     println!("epoch {}: valid BLEU {:.2}", epoch.epoch, epoch.valid_bleu);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct TrainSpec {
     /// The model.

@@ -42,6 +42,21 @@ pub enum AlignmentScore {
 }
 
 /// Configuration of [`Alignment`].
+///
+/// ```
+/// use attnzoo_models::attention::{AlignmentConfig, AlignmentScore};
+/// use burn::tensor::{Device, Tensor};
+///
+/// let device = Device::default();
+/// // Bahdanau attention of decoder states over an encoder memory of 5 positions, width 16.
+/// let attention = AlignmentConfig::new(16, AlignmentScore::Additive).try_init(&device)?;
+/// let query = Tensor::<3>::ones([2, 3, 16], &device); // [batch, target steps, H]
+/// let memory = Tensor::<3>::ones([2, 5, 16], &device); // [batch, source, H]
+/// let out = attention.forward(query, memory, None)?;
+/// assert_eq!(out.context.dims(), [2, 3, 16]);
+/// assert_eq!(out.weights.dims(), [2, 3, 5]);
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
 #[derive(Config, Debug)]
 pub struct AlignmentConfig {
     /// Width `H` of the decoder query and the encoder memory.

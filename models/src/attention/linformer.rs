@@ -20,6 +20,19 @@ use crate::error::ensure;
 use crate::AttnError;
 
 /// Configuration of [`Linformer`].
+///
+/// ```
+/// use attnzoo_models::attention::LinformerConfig;
+/// use burn::tensor::{Device, Tensor};
+///
+/// let device = Device::default();
+/// // Sequences of up to 64 positions, keys and values projected to 16.
+/// let linformer = LinformerConfig::new(32, 4, 64, 16).try_init(&device)?;
+/// let (context, weights) = linformer.forward(Tensor::<3>::ones([2, 64, 32], &device), None, true)?;
+/// assert_eq!(context.dims(), [2, 64, 32]);
+/// assert_eq!(weights.unwrap().dims(), [2, 4, 64, 16]); // [batch, heads, len, proj_len]
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
 #[derive(Config, Debug)]
 pub struct LinformerConfig {
     /// Model width `D`.

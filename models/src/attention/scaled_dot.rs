@@ -52,6 +52,26 @@ impl AttentionImpl {
 }
 
 /// Configuration of [`ScaledDotProduct`].
+///
+/// ```
+/// use attnzoo_models::attention::{
+///     AttentionImpl, AttentionInput, KeyPattern, ScaledDotProductConfig,
+/// };
+/// use burn::tensor::{Bool, Device, Tensor, TensorData};
+///
+/// let device = Device::default();
+/// // Causal local attention over a window of 2, computed block by block (memory-efficient).
+/// let attention = ScaledDotProductConfig::new()
+///     .with_pattern(KeyPattern::Window { window: 2, causal: true })
+///     .with_implementation(AttentionImpl::Chunked { query_chunk: 4, key_chunk: 4 })
+///     .try_init()?;
+/// let x = Tensor::<4>::ones([1, 2, 6, 8], &device); // [batch, heads, len, d_k]
+/// let padding = Tensor::<2, Bool>::from_data(TensorData::from([[false, false, false, false, true, true]]), &device);
+/// let out = attention.forward(AttentionInput::self_attn(x).mask_pad(padding))?;
+/// assert_eq!(out.context.dims(), [1, 2, 6, 8]);
+/// assert!(out.weights.is_none()); // `.with_weights()` asks for them (and runs dense)
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
 #[derive(Config, Debug)]
 pub struct ScaledDotProductConfig {
     /// Multiplier on `QKᵀ`; `None` means `1/√d_k` with `d_k` the query width.

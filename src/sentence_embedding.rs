@@ -22,6 +22,18 @@ pub fn default_model_dir() -> PathBuf {
 }
 
 /// A tokenizer and a BERT on one device.
+///
+/// ```no_run
+/// use attnzoo::sentence_embedding::{default_model_dir, SentenceEmbedder};
+///
+/// let (_, device) = attnzoo_backends::Backend::auto()?;
+/// let embedder = SentenceEmbedder::load(&default_model_dir(), &device)?; // scripts/fetch-minilm.sh
+/// let sentences = ["A man is playing a guitar.".to_string(), "Someone plays music.".into()];
+/// let vectors = embedder.embed(&sentences, 32)?; // unit vectors: the dot product is the cosine
+/// let cosine: f32 = vectors[0].iter().zip(&vectors[1]).map(|(a, b)| a * b).sum();
+/// println!("similarity {cosine:.3}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct SentenceEmbedder {
     tokenizer: Tokenizer,
     model: Bert,

@@ -13,6 +13,21 @@ use crate::error::ensure;
 use crate::AttnError;
 
 /// Configuration of [`Alibi`].
+///
+/// ```
+/// use attnzoo_models::attention::{MultiHeadConfig, MultiHeadInput};
+/// use attnzoo_models::position::AlibiConfig;
+/// use burn::tensor::{Device, Tensor};
+///
+/// let device = Device::default();
+/// let attention = MultiHeadConfig::new(64, 4).try_init(&device)?;
+/// let alibi = AlibiConfig::new(4).try_init()?;
+/// let bias = alibi.bias(10, 10, 0, &device); // [1, heads, q_len, k_len], added to the scores
+/// let x = Tensor::<3>::ones([1, 10, 64], &device);
+/// let out = attention.forward(MultiHeadInput::self_attn(x).head_bias(bias))?;
+/// assert_eq!(out.context.dims(), [1, 10, 64]);
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
 #[derive(Config, Debug)]
 pub struct AlibiConfig {
     /// Number of heads.

@@ -16,6 +16,21 @@ use crate::error::ensure;
 use crate::AttnError;
 
 /// Configuration of [`RotaryEncoding`].
+///
+/// ```
+/// use attnzoo_models::attention::{MultiHeadConfig, MultiHeadInput};
+/// use attnzoo_models::position::RotaryConfig;
+/// use burn::tensor::{Device, Tensor};
+///
+/// let device = Device::default();
+/// let attention = MultiHeadConfig::new(64, 4).try_init(&device)?; // heads of width 16
+/// let rotary = RotaryConfig::new(16).try_init()?;
+/// // Queries and keys rotated by their positions inside the attention (RoPE).
+/// let x = Tensor::<3>::ones([1, 10, 64], &device);
+/// let out = attention.forward(MultiHeadInput::self_attn(x).rotary(rotary))?;
+/// assert_eq!(out.context.dims(), [1, 10, 64]);
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
 #[derive(Config, Debug)]
 pub struct RotaryConfig {
     /// Width of one head; even.

@@ -64,6 +64,21 @@ pub struct BertEmbeddings {
 }
 
 /// The BERT encoder: embeddings and a post-norm Transformer encoder stack.
+///
+/// ```no_run
+/// use attnzoo_models::transformer::{l2_normalize, Bert, Pooling};
+/// use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+///
+/// let device = Device::default();
+/// // A Hugging Face folder: config.json and model.safetensors (all-MiniLM-L6-v2 here).
+/// let (bert, config) = Bert::from_pretrained("all-MiniLM-L6-v2".as_ref(), &device)?;
+/// let ids = Tensor::<2, Int>::from_data(TensorData::from([[101i64, 7592, 102]]), &device);
+/// let padding = Tensor::<2, Bool>::from_data(TensorData::from([[false; 3]]), &device);
+/// let hidden = bert.forward(ids, padding.clone())?; // [1, 3, hidden_size]
+/// let sentence = l2_normalize(Pooling::Mean.pool(hidden, padding)); // [1, hidden_size]
+/// assert_eq!(sentence.dims(), [1, config.hidden_size]);
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
 #[derive(Module, Debug)]
 pub struct Bert {
     /// Input embeddings.

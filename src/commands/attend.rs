@@ -25,6 +25,12 @@ pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
     let translator = args.model.load()?;
     let attention = translator.attend(&args.sentence, &DecodeConfig::default())?;
+    if attention.cut {
+        let shown = attention.source.len();
+        attnzoo::note!(
+            "warning: the sentence has more than {shown} tokens; translating the first {shown}"
+        );
+    }
     for path in attention.write_heatmaps(&args.out)? {
         out.line(path.display())?;
     }

@@ -150,7 +150,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     out.line(format!(
         "\ntranslate with: attnzoo translate --checkpoint {} --beam {BEAM} < german.txt\n\
+         explore with:   attnzoo serve --checkpoint {}   (its attention in the browser)\n\
          train on:       attnzoo demo --out {}   (continues this model; --fresh starts over)",
+        dir.display(),
         dir.display(),
         args.out.display()
     ))?;

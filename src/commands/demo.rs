@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use attnzoo::home_cache;
-use attnzoo::translation::checkpoint::Checkpoint;
 use attnzoo::translation::corpus::{self, everyday, find_corpus, read_split, Pair, Split};
 use attnzoo::translation::metrics::corpus_chrf;
-use attnzoo::translation::train::TrainConfig;
-use attnzoo::translation::{trainer, DecodeConfig, ModelKind, TrainSpec, Translator};
-use attnzoo::translation::{DictionaryLookup, Evaluation};
+use attnzoo::translation::{
+    self, Checkpoint, DecodeConfig, DictionaryLookup, Evaluation, ModelKind, TrainConfig,
+    TrainSpec, Translator,
+};
 use attnzoo::validate::show;
 use attnzoo_backends::DeviceArgs;
 
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     );
     let budget = trained_before / 60.0 + args.minutes;
-    let checkpoint = trainer::run(&spec, &dir, Some(budget), &device)?;
+    let checkpoint = translation::train(&spec, &dir, Some(budget), &device)?;
     if checkpoint.state.weights.is_empty() {
         bail!(
             "{} min was not enough for one epoch: run the demo with more --minutes",

@@ -29,15 +29,3 @@ pub use recipe::{train, AttentionKind, ModelKind, TrainSpec};
 pub use train_config::TrainConfig;
 pub use train_state::{EpochRecord, TrainState};
 pub use translator::{Attention, Evaluation, Translator};
-
-/// The paths of 0.1.0 before its modules were renamed, until `src/commands/demo.rs` imports from
-/// `translation::` (then remove).
-#[doc(hidden)]
-pub mod trainer {
-    pub use super::recipe::train as run;
-}
-/// See [`trainer`].
-#[doc(hidden)]
-pub mod train {
-    pub use super::train_config::TrainConfig;
-}

@@ -541,57 +541,35 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
 fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
     let tmp = workdir();
     let missing = tmp.path().join("missing");
-    let cases: [(&[&str], i32, &str); 6] = [
+    let missing = missing.to_str().unwrap();
+    let [transformer, _] = checkpoints(tmp.path());
+    let transformer = transformer.to_str().unwrap();
+    let twice = format!("{transformer}/");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let cases: [(&[&str], i32, &str); 8] = [
         (&["--queue", "0"], 2, "queue"),
         (&["--timeout", "nan"], 2, "finite"),
         (&["--timeout", "1e-12"], 2, "[0.1, 3600]"),
         (&["--addr", "localhost"], 2, "--addr"),
-        (&["--checkpoint", missing.to_str().unwrap()], 2, "missing"),
+        (&["--checkpoint", missing], 2, "missing"),
+        (&["--model-dir", missing], 2, "fetch-minilm"),
         (
-            &["--model-dir", missing.to_str().unwrap()],
+            &["--checkpoint", transformer, "--checkpoint", &twice],
             2,
-            "fetch-minilm",
+            "given twice",
+        ),
+        (
+            &["--checkpoint", transformer, "--addr", &taken],
+            1,
+            "cannot listen on",
         ),
     ];
     for (args, code, says) in cases {
-        let mut all = vec!["serve", "--backend", "ndarray"];
-        all.extend_from_slice(args);
+        let all = [&["serve", "--backend", "ndarray"], args].concat();
         let (status, _, stderr) = common::attnzoo(&all, b"");
         assert_eq!(status, code, "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = taken.local_addr().unwrap().to_string();
-    let [transformer, _] = checkpoints(tmp.path());
-    let (status, _, stderr) = common::attnzoo(
-        &[
-            "serve",
-            "--backend",
-            "ndarray",
-            "--checkpoint",
-            transformer.to_str().unwrap(),
-            "--addr",
-            &addr,
-        ],
-        b"",
-    );
-    assert_eq!(status, 1, "{stderr}");
-    assert!(stderr.contains("cannot listen on"), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    let twice = format!("{}/", transformer.display());
-    let (status, _, stderr) = common::attnzoo(
-        &[
-            "serve",
-            "--backend",
-            "ndarray",
-            "--checkpoint",
-            transformer.to_str().unwrap(),
-            "--checkpoint",
-            &twice,
-        ],
-        b"",
-    );
-    assert_eq!(status, 2, "{stderr}");
-    assert!(stderr.contains("given twice"), "{stderr}");
 }

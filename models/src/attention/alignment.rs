@@ -54,7 +54,9 @@ pub enum AlignmentScore {
 /// let memory = Tensor::<3>::ones([2, 5, 16], &device); // [batch, source, H]
 /// let out = attention.forward(query, memory, None)?;
 /// assert_eq!(out.context.dims(), [2, 3, 16]);
-/// assert_eq!(out.weights.dims(), [2, 3, 5]);
+/// // Five identical memory positions score alike: each gets a fifth of the attention.
+/// let weights = out.weights.into_data(); // [batch, target steps, source]
+/// assert!(weights.iter::<f32>().all(|w| (w - 0.2).abs() < 1e-6));
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
 #[derive(Config, Debug)]

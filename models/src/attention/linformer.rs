@@ -30,7 +30,11 @@ use crate::AttnError;
 /// let linformer = LinformerConfig::new(32, 4, 64, 16).try_init(&device)?;
 /// let (context, weights) = linformer.forward(Tensor::<3>::ones([2, 64, 32], &device), None, true)?;
 /// assert_eq!(context.dims(), [2, 64, 32]);
-/// assert_eq!(weights.unwrap().dims(), [2, 4, 64, 16]); // [batch, heads, len, proj_len]
+/// let weights = weights.unwrap(); // [batch, heads, len, proj_len]
+/// assert_eq!(weights.dims(), [2, 4, 64, 16]);
+/// // Each query's weights over the 16 projected positions are a distribution.
+/// let sums = weights.sum_dim(3).into_data();
+/// assert!(sums.iter::<f32>().all(|s| (s - 1.0).abs() < 1e-5));
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
 #[derive(Config, Debug)]

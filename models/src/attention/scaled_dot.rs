@@ -68,8 +68,10 @@ impl AttentionImpl {
 /// let x = Tensor::<4>::ones([1, 2, 6, 8], &device); // [batch, heads, len, d_k]
 /// let padding = Tensor::<2, Bool>::from_data(TensorData::from([[false, false, false, false, true, true]]), &device);
 /// let out = attention.forward(AttentionInput::self_attn(x).mask_pad(padding))?;
-/// assert_eq!(out.context.dims(), [1, 2, 6, 8]);
 /// assert!(out.weights.is_none()); // `.with_weights()` asks for them (and runs dense)
+/// // Every value is one, so each unpadded query's context, a weighted mean of values, is one.
+/// let unpadded = out.context.slice([0..1, 0..2, 0..4, 0..8]).into_data();
+/// assert!(unpadded.iter::<f32>().all(|v| (v - 1.0).abs() < 1e-6));
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
 #[derive(Config, Debug)]

@@ -24,8 +24,12 @@ use crate::AttnError;
 /// let alibi = AlibiConfig::new(4).try_init()?;
 /// let bias = alibi.bias(10, 10, 0, &device); // [1, heads, q_len, k_len], added to the scores
 /// let x = Tensor::<3>::ones([1, 10, 64], &device);
-/// let out = attention.forward(MultiHeadInput::self_attn(x).head_bias(bias))?;
-/// assert_eq!(out.context.dims(), [1, 10, 64]);
+/// let out = attention.forward(MultiHeadInput::self_attn(x).head_bias(bias).with_weights())?;
+/// // The tokens are identical, so only the bias tells them apart: the last query attends
+/// // to its neighbour more than to the first token.
+/// let last_row = out.weights.unwrap().slice([0..1, 0..1, 9..10, 0..10]).into_data();
+/// let last_row = last_row.iter::<f32>().collect::<Vec<_>>();
+/// assert!(last_row[8] > last_row[0]);
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
 #[derive(Config, Debug)]

@@ -28,7 +28,10 @@ use crate::AttnError;
 /// // Queries and keys rotated by their positions inside the attention (RoPE).
 /// let x = Tensor::<3>::ones([1, 10, 64], &device);
 /// let out = attention.forward(MultiHeadInput::self_attn(x).rotary(rotary))?;
-/// assert_eq!(out.context.dims(), [1, 10, 64]);
+/// // RoPE rotates queries and keys, never values: identical tokens mix to identical contexts.
+/// let first = out.context.clone().slice([0..1, 0..1, 0..64]).into_data();
+/// let last = out.context.slice([0..1, 9..10, 0..64]).into_data();
+/// first.assert_approx_eq::<f32>(&last, burn::tensor::Tolerance::absolute(1e-5));
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
 #[derive(Config, Debug)]

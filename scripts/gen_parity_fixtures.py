@@ -144,6 +144,12 @@ class ScaledDotProductAttention(nn.Module):
         return torch.matmul(attention_weights, value), attention_weights
 
 
+def lexical_bias(table, source, weights, eps):
+    """Arthur et al. 2016, "bias": log(Σ_j a_tj p_lex(· | f_j) + ε), [B, T, V_t]."""
+    rows = F.embedding(source, table)  # [B, S, V_t]
+    return torch.log(torch.bmm(weights, rows) + eps)
+
+
 # ---- helpers ----
 def write(name, kind, config, params=None, inputs=None, outputs=None, compare=None, atol=None, rtol=None):
     tensors = {}
@@ -309,6 +315,22 @@ def main():
         x = torch.randn(2, 40, 16)
         write("sinusoidal_position", "sinusoidal_position", {"d_model": 16, "max_len": 64}, {}, {"x": x},
               {"output": pe(x)})
+
+        # Arthur et al. 2016's lexical bias: log(a · p_lex[source] + ε) added to the logits.
+        # Source token 0 has no entry (a zero row); item 1's last source position is padding
+        # (zero weight).
+        Vs, Vt, S, T, eps = 7, 9, 4, 3, 1e-3
+        table = torch.softmax(3 * torch.randn(Vs, Vt), dim=-1)
+        table[0] = 0.0
+        source = torch.tensor([[1, 2, 3, 0], [4, 5, 6, 0]])
+        scores = torch.randn(2, T, S).masked_fill(torch.tensor([[False] * 3 + [False], [False] * 3 + [True]])
+                                                  .unsqueeze(1), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        logits = torch.randn(2, T, Vt)
+        bias = lexical_bias(table, source, weights, eps)
+        write("lexical_bias", "lexical_bias", {"source_vocab": Vs, "target_vocab": Vt, "epsilon": eps},
+              {"table": table}, {"source": source, "weights": weights, "logits": logits},
+              {"bias": bias, "log_probs": torch.log_softmax(logits + bias, dim=-1)})
 
 
 if __name__ == "__main__":

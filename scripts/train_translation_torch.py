@@ -6,8 +6,10 @@ comparison on the same CPU cores.
 
 Needs torch (2.9.0), sacrebleu, tokenizers and numpy, e.g. in ~/.cache/attnzoo/torch-venv.
 --checkpoint is an attnzoo Transformer checkpoint folder: only its model.json (sizes),
-train.json (recipe) and vocab.json (the subword vocabularies) are read, never its weights, so
-both sides train from scratch on identical token ids. The run reproduces `attnzoo train`:
+train.json (recipe) and vocab.json (the subword vocabularies) are read, never its trained weights, so
+both sides train from scratch on identical token ids. (With `lexical_bias`, the lexicon p_lex that
+attnzoo estimated by IBM Model 1 before training, data rather than a weight, is read from any of
+its weights files, so both sides bias by the same table.) The run reproduces `attnzoo train`:
 
 - data: the fetched corpus (~/.cache/attnzoo/trans-de-en-*/, as `attnzoo data fetch` left it);
   each epoch is every training pair plus the epoch's slice of `lexicon_per_epoch` lexicon pairs
@@ -20,7 +22,9 @@ both sides train from scratch on identical token ids. The run reproduces `attnzo
 - model: pre-norm Transformer encoder-decoder with final LayerNorms, sinusoidal positions,
   √d_model-scaled embeddings, dropout on embeddings, sublayer outputs and inside the ReLU
   feed-forward (none on attention weights, as attnzoo), separate embeddings, output Linear or
-  tied to the target embedding (`tied_output`); embeddings drawn from N(0, 1/d_model) as
+  tied to the target embedding (`tied_output`); with `lexical_bias`, log(ā·p_lex[source] + 0.001)
+  added to the logits, ā the last decoder layer's cross-attention averaged over heads (Arthur et
+  al. 2016); embeddings drawn from N(0, 1/d_model) as
   attnzoo's, the rest PyTorch's default initialisation, which draws from the same
   distributions as Burn's defaults (Linear U(±1/√fan_in));
 - training: Adam (β 0.9/0.999, ε 1e-5: Burn's defaults), linear warmup then lr·√(warmup/step),
@@ -248,9 +252,16 @@ class MultiHead(nn.Module):
     def project_kv(self, memory):
         return self.split(self.key(memory)), self.split(self.value(memory))
 
-    def forward(self, x, k, v, key_padding=None, causal=False):
+    def forward(self, x, k, v, key_padding=None, causal=False, need_weights=False):
+        """With `need_weights` (padding given), also keeps the weights' mean over heads
+        [B, T, S] in `self.weights`, from the same softmax that mixes the values."""
         q = self.split(self.query(x))
-        if key_padding is None:
+        if need_weights:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+            weights = torch.softmax(scores.masked_fill(key_padding[:, None, None, :], -1e30), -1)
+            self.weights = weights.mean(1)
+            ctx = weights @ v
+        elif key_padding is None:
             ctx = F.scaled_dot_product_attention(q, k, v, is_causal=causal and q.size(2) > 1)
         else:
             bias = torch.zeros(key_padding.shape, dtype=q.dtype).masked_fill(key_padding, -1e30)
@@ -292,7 +303,7 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, memory_kv, padding, cache=None):
+    def forward(self, x, memory_kv, padding, cache=None, need_weights=False):
         """`cache` (decoding one step at a time): [keys, values] of the earlier positions."""
         y = self.norm1(x)
         k, v = self.self_attn.project_kv(y)
@@ -301,7 +312,8 @@ class DecoderLayer(nn.Module):
                 k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
             cache[0], cache[1] = k, v
         x = x + self.dropout(self.self_attn(y, k, v, causal=cache is None))
-        x = x + self.dropout(self.cross_attn(self.norm2(x), *memory_kv, key_padding=padding))
+        x = x + self.dropout(self.cross_attn(self.norm2(x), *memory_kv, key_padding=padding,
+                                             need_weights=need_weights))
         return x + self.feed_forward(self.norm3(x))
 
 
@@ -319,6 +331,10 @@ class TransformerSeq2Seq(nn.Module):
         self.decoder_norm = nn.LayerNorm(d)
         self.output = None if c.get("tied_output", False) else nn.Linear(d, c["target_vocab"])
         self.dropout = nn.Dropout(c["dropout"])
+        # Arthur et al. 2016's lexical bias (`lexical_bias`): p_lex [V_s, V_t], data, not trained
+        # (filled from the attnzoo checkpoint, which estimated it by IBM Model 1).
+        lexicon = torch.zeros(c["source_vocab"], c["target_vocab"]) if c.get("lexical_bias") else None
+        self.register_buffer("lexicon", lexicon)
         for embedding in (self.source_embedding, self.target_embedding):
             nn.init.normal_(embedding.weight, 0.0, d ** -0.5)
 
@@ -334,13 +350,22 @@ class TransformerSeq2Seq(nn.Module):
         for layer in self.encoder:
             x = layer(x, padding)
         memory = self.encoder_norm(x)
-        return [layer.cross_attn.project_kv(memory) for layer in self.decoder]
+        rows = None if self.lexicon is None else F.embedding(source, self.lexicon)  # [B, S, V_t]
+        return [layer.cross_attn.project_kv(memory) for layer in self.decoder], rows
 
-    def decode(self, memory_kv, padding, tokens, caches=None, offset=0):
+    def decode(self, memory, padding, tokens, caches=None, offset=0):
+        """`memory`: what `encode` returned (each layer's keys and values, the lexicon's rows)."""
+        memory_kv, rows = memory
         x = self.embed(self.target_embedding, tokens, offset)
         for i, layer in enumerate(self.decoder):
-            x = layer(x, memory_kv[i], padding, None if caches is None else caches[i])
-        return self.project(self.decoder_norm(x))
+            last = i == len(self.decoder) - 1
+            x = layer(x, memory_kv[i], padding, None if caches is None else caches[i],
+                      need_weights=rows is not None and last)
+        logits = self.project(self.decoder_norm(x))
+        if rows is None:
+            return logits
+        weights = self.decoder[-1].cross_attn.weights  # [B, T, S]
+        return logits + torch.log(weights @ rows + 1e-3)
 
     def forward(self, source, padding, target_in):
         return self.decode(self.encode(source, padding), padding, target_in)
@@ -385,13 +410,13 @@ def greedy(model, sources, max_len, vocab_size):
         rows = sources[start:start + 64]
         src = padded(rows)
         pad = src.eq(PAD)
-        memory_kv = model.encode(src, pad)
+        memory = model.encode(src, pad)
         caches = [[None, None] for _ in model.decoder]
         limits = [step_limit(len(r), max_len) for r in rows]
         out, done = [[] for _ in rows], [False] * len(rows)
         tokens = torch.full((len(rows), 1), BOS, dtype=torch.long)
         for t in range(max(limits)):
-            logits = model.decode(memory_kv, pad, tokens, caches, offset=t)[:, -1]
+            logits = model.decode(memory, pad, tokens, caches, offset=t)[:, -1]
             nxt = (logits + banned).argmax(-1)
             for r, token in enumerate(nxt.tolist()):
                 if not done[r]:
@@ -423,7 +448,7 @@ def torch_name(burn_name):
     name = burn_name.removeprefix("Transformer.")
     for side in ("encoder", "decoder"):
         name = name.replace(f"{side}.layers.", f"{side}.").replace(f"{side}.norm.", f"{side}_norm.")
-    return name.replace(".gamma", ".weight").replace(".beta", ".bias")
+    return name.replace(".gamma", ".weight").replace(".beta", ".bias").replace("lexicon.table", "lexicon")
 
 
 def decode_checkpoint(model, checkpoint, state, src_vocab, tgt_vocab, test_pairs, max_len):
@@ -526,6 +551,13 @@ def main():
     # 53 exceed max_len 52". The sinusoids are a formula: here the table is long enough, which
     # changes nothing in training nor in any translation attnzoo completes.
     model = TransformerSeq2Seq(mcfg, positions=max(mcfg["max_len"], 2 * max_len))
+    if model.lexicon is not None:
+        from safetensors.torch import load_file
+
+        files = sorted(glob.glob(os.path.join(args.checkpoint, "weights*.safetensors")))
+        if not files:
+            raise SystemExit(f"{args.checkpoint}: lexical_bias needs the lexicon in a weights file; none found")
+        model.lexicon.copy_(load_file(files[0])["Transformer.lexicon.table"])
     if args.decode:
         return decode_checkpoint(model, args.checkpoint, load("state.json"), src_vocab, tgt_vocab,
                                  test_pairs, max_len)

@@ -265,6 +265,11 @@ fn numeric_options_are_checked_where_they_are_parsed() {
             2,
             "--layers does not apply",
         ),
+        case(
+            &format!("{train}|--model|rnn|--lexical-bias|true"),
+            2,
+            "--lexical-bias does not apply",
+        ),
         case("demo|--minutes|-1", 2, "--minutes"),
         case("demo|--model|gpt", 2, "gpt"),
         case("frobnicate", 2, "frobnicate"),
@@ -299,6 +304,7 @@ fn numeric_options_are_checked_where_they_are_parsed() {
         ("--seed", "-1"),
         ("--model", "gpt"),
         ("--attention", "magic"),
+        ("--lexical-bias", "maybe"),
     ] {
         cases.push(case(&format!("{train}|{option}|{value}"), 2, option));
     }

@@ -12,10 +12,11 @@ use attnzoo_models::attention::{
     MultiHeadConfig, MultiHeadInput, ScaledDotProductConfig,
 };
 use attnzoo_models::position::SinusoidalPositionConfig;
+use attnzoo_models::seq2seq::LexicalBiasConfig;
 use attnzoo_models::transformer::{FeedForwardActivation, LayerConfig};
 use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
-use burn::tensor::{Bool, Device, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 
@@ -88,6 +89,19 @@ impl Fixture {
         Tensor::from_data(TensorData::new(values, shape), device)
     }
 
+    fn ints<const D: usize>(&self, name: &str, device: &Device) -> Tensor<D, Int> {
+        let (shape, dtype, bytes) = self
+            .tensors
+            .get(name)
+            .unwrap_or_else(|| panic!("{}: no tensor {name}", self.name));
+        assert_eq!(*dtype, Dtype::I64, "{}: {name} is not I64", self.name);
+        let values: Vec<i64> = bytes
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        Tensor::from_data(TensorData::new(values, shape.clone()), device)
+    }
+
     fn mask<const D: usize>(&self, name: &str, device: &Device) -> Option<Tensor<D, Bool>> {
         let (shape, dtype, bytes) = self.tensors.get(name)?;
         assert_eq!(*dtype, Dtype::U8, "{}: mask {name} is not U8", self.name);
@@ -142,7 +156,9 @@ impl Fixture {
 
     fn implementations(&self) -> Vec<(&'static str, AttentionImpl)> {
         match self.kind.as_str() {
-            "additive" | "luong" | "sinusoidal_position" => vec![("dense", AttentionImpl::Dense)],
+            "additive" | "luong" | "sinusoidal_position" | "lexical_bias" => {
+                vec![("dense", AttentionImpl::Dense)]
+            }
             _ => vec![
                 ("dense", AttentionImpl::Dense),
                 ("fused", AttentionImpl::Fused),
@@ -290,6 +306,23 @@ impl Fixture {
                             .map_err(err)?,
                     ),
                 )]
+            }
+            "lexical_bias" => {
+                let lexicon =
+                    LexicalBiasConfig::new(self.usize("source_vocab"), self.usize("target_vocab"))
+                        .with_epsilon(self.config["epsilon"].as_f64().unwrap_or(1e-3))
+                        .try_init(device)
+                        .map_err(err)?
+                        .with_table(self.values("param.table").1)
+                        .map_err(err)?;
+                let rows = lexicon.rows(self.ints("input.source", device));
+                let bias = lexicon.bias(self.float("input.weights", device), rows);
+                let logits: Tensor<3> = self.float("input.logits", device);
+                let log_probs = burn::tensor::activation::log_softmax(logits + bias.clone(), 2);
+                vec![
+                    ("bias".into(), lift3(bias)),
+                    ("log_probs".into(), lift3(log_probs)),
+                ]
             }
             other => return Err(format!("unknown fixture kind `{other}`")),
         };

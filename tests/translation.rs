@@ -106,6 +106,16 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
         let (code, _, stderr) = train(dir, model, "2", &[]);
         assert_eq!(code, 0, "{stderr}");
         assert_eq!(history(&checkpoint).len(), 2);
+        // The Transformer's output is biased by a lexicon of the sentences and the dictionary's
+        // 12 entries (Arthur et al. 2016), which it keeps in its weights; the RNN has none.
+        assert_eq!(
+            stderr.contains("IBM Model 1 over 41 sentences and 12 dictionary entries"),
+            model == "transformer",
+            "{stderr}"
+        );
+        let weights = std::fs::read(checkpoint.join("weights-epoch-2.safetensors")).unwrap();
+        let has_lexicon = weights.windows(21).any(|w| w == b"Transformer.lexicon.t");
+        assert_eq!(has_lexicon, model == "transformer");
         // The folder is not overwritten without --resume; with it, training continues.
         let (code, _, stderr) = train(dir, model, "2", &[]);
         assert_eq!(code, 2);

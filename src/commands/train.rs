@@ -29,6 +29,10 @@ pub struct Args {
     /// Dropout probability, in [0, 1)
     #[arg(long, default_value_t = TrainSpec::default().dropout, value_parser = parse::fraction_below_one, allow_hyphen_values = true)]
     dropout: f64,
+    /// Bias the Transformer's output by a lexicon through its cross-attention (Arthur et al.
+    /// 2016; the lexicon by IBM Model 1 over the sentences and the dictionary): true or false
+    #[arg(long, default_value_t = TrainSpec::default().lexical_bias, action = clap::ArgAction::Set)]
+    lexical_bias: bool,
     /// Epochs (with --resume: the new total) [default: 30]
     #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]
     epochs: Option<usize>,
@@ -95,6 +99,7 @@ impl Args {
             hidden: self.hidden,
             layers: self.layers,
             dropout: self.dropout,
+            lexical_bias: self.lexical_bias,
             config,
             epochs: self.epochs,
             resume: self.resume,
@@ -150,11 +155,18 @@ impl Args {
             .map(|(id, ours, theirs)| format!("{} {ours} (the run's: {theirs})", flag(id)))
             .collect();
         let model = spec.model_config(run.vocab.source.len(), run.vocab.target.len());
-        let shaping: Vec<String> = ["model", "attention", "hidden", "layers", "dropout"]
-            .into_iter()
-            .filter(|id| given.iter().any(|g| g == id))
-            .map(flag)
-            .collect();
+        let shaping: Vec<String> = [
+            "model",
+            "attention",
+            "hidden",
+            "layers",
+            "dropout",
+            "lexical_bias",
+        ]
+        .into_iter()
+        .filter(|id| given.iter().any(|g| g == id))
+        .map(flag)
+        .collect();
         let differs = serde_json::to_value(&model).ok() != serde_json::to_value(&run.model).ok();
         if !shaping.is_empty() && differs {
             found.push(format!(
@@ -171,7 +183,7 @@ pub fn run(args: Args, given: &[String]) -> Result<()> {
     let spec = args.spec();
     spec.validate()?;
     let other_models = match args.model {
-        ModelKind::Rnn => ["layers"].as_slice(),
+        ModelKind::Rnn => ["layers", "lexical_bias"].as_slice(),
         ModelKind::Transformer => ["attention", "teacher_forcing"].as_slice(),
     };
     if let Some(id) = other_models

@@ -12,6 +12,7 @@ mod batch;
 pub mod checkpoint;
 pub mod corpus;
 pub mod decode;
+pub mod ibm1;
 pub mod lookup;
 pub mod metrics;
 mod recipe;

@@ -8,9 +8,10 @@ use attnzoo_models::attention::AlignmentScore;
 use attnzoo_models::seq2seq::{RnnSeq2SeqConfig, Seq2SeqConfig, TransformerSeq2SeqConfig};
 use burn::tensor::Device;
 
-use super::batch::examples;
+use super::batch::{examples, Example};
 use super::checkpoint::{Checkpoint, Vocabularies, Weights};
-use super::corpus::{find_corpus, read_lexicon, read_split, Pair, Split};
+use super::corpus::{find_corpus, read_lexicon, read_split, Pair, Split, LEXICON};
+use super::ibm1;
 use super::train_config::TrainConfig;
 use super::training_loop::{run_epochs, Data};
 use super::vocab::Vocab;
@@ -90,6 +91,11 @@ pub struct TrainSpec {
     pub layers: usize,
     /// Dropout probability.
     pub dropout: f64,
+    /// Bias the Transformer's output by a lexicon through its cross-attention (Arthur et al.
+    /// 2016; the RNN ignores it): before the first epoch, IBM Model 1 estimates the lexicon over
+    /// the training sentences and the dictionary's entries (those of the corpus folder's
+    /// `lexicon.tsv`, when it has one), and the model keeps it.
+    pub lexical_bias: bool,
     /// How a new run trains (a resumed run keeps its own, but for the epochs below).
     pub config: TrainConfig,
     /// Epochs in all: `None` keeps `config.epochs` (a new run) or the checkpoint's (a resumed one).
@@ -113,6 +119,7 @@ impl Default for TrainSpec {
             hidden: 128,
             layers: 2,
             dropout: 0.2,
+            lexical_bias: true,
             config: TrainConfig::new().with_learning_rate(model.default_learning_rate()),
             epochs: None,
             resume: false,
@@ -166,6 +173,7 @@ impl TrainSpec {
                     .with_encoder_layers(self.layers)
                     .with_decoder_layers(self.layers)
                     .with_dropout(self.dropout)
+                    .with_lexical_bias(self.lexical_bias)
                     .with_max_len(max_len + 2),
             ),
         }
@@ -191,6 +199,42 @@ fn build_vocabularies(
         source: build(|pair| &pair.german)?,
         target: build(|pair| &pair.english)?,
     })
+}
+
+/// The lexicon of a lexically biased Transformer: IBM Model 1 over the training `sentences` and
+/// the corpus folder's dictionary entries, when it has them.
+fn lexicon_table(
+    corpus: &Path,
+    sentences: &[Example],
+    vocab: &Vocabularies,
+    max_len: usize,
+) -> Result<Vec<f32>> {
+    let started = std::time::Instant::now();
+    let entries = match corpus.join(LEXICON).exists() {
+        true => examples(
+            &read_lexicon(corpus)?,
+            &vocab.source,
+            &vocab.target,
+            max_len,
+        ),
+        false => Vec::new(),
+    };
+    let p_lex = ibm1::translation_table(
+        sentences
+            .iter()
+            .chain(&entries)
+            .map(|pair| (&pair.source[..], &pair.target[..])),
+        vocab.source.len(),
+        vocab.target.len(),
+        ibm1::ITERATIONS,
+    );
+    crate::note!(
+        "the lexicon of the lexical bias: IBM Model 1 over {} sentences and {} dictionary entries ({:.1} s)",
+        sentences.len(),
+        entries.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(p_lex)
 }
 
 /// Trains (or with `spec.resume`, continues) the run in `out` on `device` until its epochs are
@@ -295,7 +339,13 @@ pub fn train(
     let train_device = device.clone().autodiff();
     train_device.seed(checkpoint.train.seed);
     let model = if checkpoint.state.weights.is_empty() {
-        checkpoint.model.try_init(&train_device)?
+        let model = checkpoint.model.try_init(&train_device)?;
+        match &checkpoint.model {
+            Seq2SeqConfig::Transformer(config) if config.lexical_bias => {
+                model.with_lexicon_table(lexicon_table(&corpus, &data.train, vocab, max_len)?)?
+            }
+            _ => model,
+        }
     } else {
         checkpoint.load_model(Weights::Last, &train_device)?
     };

@@ -42,7 +42,8 @@ const VERBS: [(&str, &str); 4] = [
 ];
 const ADVERBS: [(&str, &str); 3] = [("heute", "today"), ("hier", "here"), ("oft", "often")];
 
-/// 60 invented pairs: every fifth goes to test, every seventh of the rest to valid.
+/// 60 invented pairs: every fifth goes to test, every seventh of the rest to valid; and a
+/// dictionary of their words (`lexicon.tsv`).
 pub fn write_corpus(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let mut splits = [String::new(), String::new(), String::new()];
@@ -66,6 +67,9 @@ pub fn write_corpus(dir: &Path) {
     for (name, text) in ["train.tsv", "valid.tsv", "test.tsv"].iter().zip(splits) {
         std::fs::write(dir.join(name), text).unwrap();
     }
+    let words = SUBJECTS.iter().chain(&VERBS).chain(&ADVERBS);
+    let lexicon: String = words.map(|(de, en)| format!("{de}\t{en}\n")).collect();
+    std::fs::write(dir.join("lexicon.tsv"), lexicon).unwrap();
 }
 
 /// A fresh folder, removed when dropped (also when a test fails).

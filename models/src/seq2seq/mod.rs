@@ -5,6 +5,7 @@
 //! Shapes: `source [B, S]` token ids, `source_padding [B, S]` (`true` = padding),
 //! `target_in [B, T]` (`<bos> y_1 … y_{T-1}`) → logits `[B, T, V]`.
 
+pub mod lexical_bias;
 pub mod lstm;
 pub mod rnn;
 pub mod transformer;
@@ -13,6 +14,7 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
+pub use lexical_bias::{LexicalBias, LexicalBiasConfig};
 pub use rnn::{DecoderAttention, LuongAttention, RnnSeq2Seq, RnnSeq2SeqConfig, RnnState};
 pub use transformer::{TransformerSeq2Seq, TransformerSeq2SeqConfig, TransformerState};
 
@@ -100,6 +102,19 @@ impl Seq2Seq {
         match self {
             Seq2Seq::Rnn(model) => model.output.weight.dims()[1],
             Seq2Seq::Transformer(model) => model.target_vocab(),
+        }
+    }
+
+    /// The model with its lexicon's table set to `p_lex` (`V_s × V_t`, row by row): the
+    /// Transformer configured with `lexical_bias`; an error for any other model.
+    pub fn with_lexicon_table(self, p_lex: Vec<f32>) -> Result<Self, AttnError> {
+        match self {
+            Seq2Seq::Transformer(model) => {
+                Ok(Seq2Seq::Transformer(model.with_lexicon_table(p_lex)?))
+            }
+            Seq2Seq::Rnn(_) => Err(AttnError(
+                "a lexical bias is built into the Transformer only, not the RNN".into(),
+            )),
         }
     }
 

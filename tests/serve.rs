@@ -148,6 +148,9 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         assert_maps(&answer["attention"]["decoder"], 3, t, t);
         assert_eq!(len(&answer["rollout"]["encoder"]), s);
         assert_eq!(len(&answer["rollout"]["cross"]), t);
+        // The lexical bias's lexicon, p(target token | source token) [T][S].
+        let lexicon = &answer["attention"]["lexicon"];
+        assert_eq!((len(lexicon), len(&lexicon[0])), (t, s), "{lexicon}");
     }
     let (status, answer) = post(
         &app,
@@ -160,6 +163,11 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
     assert_maps(&answer["attention"]["cross"], 1, t, s);
     assert_eq!(answer["attention"]["encoder"], json!([]));
     assert_eq!(answer["rollout"]["encoder"], Value::Null);
+    assert_eq!(
+        answer["attention"]["lexicon"],
+        Value::Null,
+        "the RNN has no lexicon"
+    );
 
     match &minilm {
         Some(_) => {
@@ -509,6 +517,13 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
         assert!(
             dom.matches("class=\"cell\"").count() >= 4,
             "no heatmap cells"
+        );
+        // The lexicon is one map of target rows × source columns.
+        let lexicon = format!("http://{addr}/?text=Die%20Katze%20l%C3%A4uft%20hier.&model=transformer&kind=lexicon&view=matrix");
+        let dom = rendered(chromium, &lexicon);
+        assert!(
+            dom.contains("lexicon p(target | source)") && dom.contains("class=\"cell\""),
+            "no lexicon heatmap in {dom}"
         );
         let dom = rendered(chromium, &format!("http://{addr}/?text=x&model=nope"));
         assert!(

@@ -71,15 +71,28 @@ fn attention_agrees_on_every_backend(checkpoint: &Path, model: &str) {
         let layers = if model == "rnn" { [1, 0, 0] } else { [3, 3, 3] };
         let counted = [&attention.cross, &attention.encoder, &attention.decoder].map(Vec::len);
         assert_eq!(counted, layers, "{model}: cross, encoder, decoder layers");
+        // The Transformer's lexicon: p_lex(y_t | f_j) of each produced and each source token.
+        let lexicon = attention.lexicon.as_ref().map(|rows| {
+            assert!(rows.iter().flatten().all(|p| (0.0..=1.0).contains(p)));
+            (rows.len(), rows[0].len())
+        });
+        assert_eq!(
+            lexicon,
+            (model == "transformer").then_some((t, s)),
+            "{model}"
+        );
         match &first {
             None => first = Some(attention),
             Some(reference) => {
                 let backend = test.backend.name();
                 assert_eq!(attention.translation, reference.translation, "{backend}");
+                let lexicons = [&attention.lexicon, &reference.lexicon]
+                    .map(|lexicon| vec![lexicon.iter().cloned().collect::<Vec<_>>()]);
                 let pairs = [
                     (&attention.cross, &reference.cross),
                     (&attention.encoder, &reference.encoder),
                     (&attention.decoder, &reference.decoder),
+                    (&lexicons[0], &lexicons[1]),
                 ];
                 for (maps, expected) in pairs {
                     let values = maps.iter().flatten().flatten().flatten();
@@ -208,7 +221,7 @@ fn train_resume_translate_and_eval_then_decode_on_every_backend() {
         let maps: Vec<&str> = stdout.lines().collect();
         assert_eq!(
             maps.len(),
-            if model == "rnn" { 1 } else { 3 * 4 },
+            if model == "rnn" { 1 } else { 3 * 4 + 1 }, // the Transformer's: and its lexicon's
             "{stdout}"
         );
         assert!(maps

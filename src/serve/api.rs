@@ -292,6 +292,8 @@ struct TranslationMaps<'a> {
     cross: &'a AttentionMaps,
     encoder: &'a AttentionMaps,
     decoder: &'a AttentionMaps,
+    /// `p_lex(target | source)` `[T][S]` of a lexically biased model; `null` without a lexicon.
+    lexicon: Option<&'a Matrix>,
 }
 
 #[derive(Serialize)]
@@ -382,6 +384,7 @@ fn translated<'a>(model: &'a str, attention: &'a Attention) -> Translated<'a> {
             cross: &attention.cross,
             encoder: &attention.encoder,
             decoder: &attention.decoder,
+            lexicon: attention.lexicon.as_ref(),
         },
         rollout: TranslationRollout {
             encoder: attention.encoder_rollout(),

@@ -18,7 +18,7 @@ use super::checkpoint::{Checkpoint, Weights};
 use super::corpus::Pair;
 use super::decode::{best, decode, DecodeConfig};
 use super::metrics::{corpus_bleu, corpus_chrf, Bleu};
-use super::vocab::{BOS, BOS_ID, EOS, PAD_ID, UNK_ID};
+use super::vocab::{BOS, BOS_ID, EOS, EOS_ID, PAD_ID, UNK_ID};
 use crate::attention_maps::{maps_of, rollout, rollout_through, AttentionMaps, Matrix};
 use crate::error::{Error, Result};
 use crate::heatmap::Heatmap;
@@ -56,6 +56,10 @@ pub struct Attention {
     pub encoder: AttentionMaps,
     /// Decoder self-attention `[layer][head][T][T]` (empty for an RNN).
     pub decoder: AttentionMaps,
+    /// What the lexicon of a lexically biased model says: `p_lex(y_t | f_j)` `[T][S]`, the
+    /// probability of each produced token given each source token, which the cross-attention
+    /// mixes into the output (`None` for a model without a lexicon).
+    pub lexicon: Option<Matrix>,
 }
 
 /// A model's translations of a set of pairs, scored against their references.
@@ -172,6 +176,19 @@ impl Translator {
         let target_in =
             Tensor::<2, Int>::from_data(TensorData::new(target_in, [1, len]), &self.device);
         let (source_tensor, padding) = padded(std::slice::from_ref(&source), PAD_ID, &self.device);
+        let lexicon = match self.model.lexicon() {
+            Some(lexicon) => {
+                // [1, S, V] → the produced tokens' columns [1, S, T] → [1, 1, T, S].
+                let produced = target_in.clone().narrow(1, 1, len - 1).reshape([len - 1]);
+                let eos = Tensor::<1, Int>::from_data([EOS_ID as i64], &self.device);
+                let columns = Tensor::cat(vec![produced, eos], 0);
+                let p_lex = lexicon.rows(source_tensor.clone()).select(2, columns);
+                maps_of(vec![p_lex.swap_dims(1, 2).unsqueeze_dim(1)])?
+                    .pop()
+                    .and_then(|mut heads| heads.pop())
+            }
+            None => None,
+        };
         let maps = self.model.attention(source_tensor, padding, target_in)?;
         let cross = maps_of(maps.cross)?;
         if cross.is_empty() {
@@ -207,6 +224,7 @@ impl Translator {
             cross,
             encoder: maps_of(maps.encoder)?,
             decoder: maps_of(maps.decoder)?,
+            lexicon,
         })
     }
 }
@@ -229,7 +247,8 @@ impl Attention {
     }
 
     /// Writes one heatmap (PNG and SVG) per layer and head into `out` (created if needed):
-    /// `attention.png` for a single map, else `attention-layerL-headH.png`. Returns the PNGs.
+    /// `attention.png` for a single map, else `attention-layerL-headH.png`; and `lexicon.png`
+    /// when the model has a lexicon. Returns the PNGs.
     pub fn write_heatmaps(&self, out: &Path) -> Result<Vec<PathBuf>> {
         std::fs::create_dir_all(out).map_err(|error| Error::write(out, error))?;
         let sentence: String = self.sentence.chars().take(2 * MAX_HEATMAP_TOKENS).collect();
@@ -256,6 +275,17 @@ impl Attention {
                 .write(&path)?;
                 written.push(path.with_extension("png"));
             }
+        }
+        if let Some(lexicon) = &self.lexicon {
+            let path = out.join("lexicon");
+            Heatmap {
+                title: &format!("lexicon p(target | source): {sentence}"),
+                row_labels: &self.target,
+                col_labels: &self.source,
+                weights: &lexicon.concat(),
+            }
+            .write(&path)?;
+            written.push(path.with_extension("png"));
         }
         Ok(written)
     }

@@ -118,6 +118,14 @@ impl Seq2Seq {
         }
     }
 
+    /// The lexicon that biases the output (a Transformer with `lexical_bias`), if any.
+    pub fn lexicon(&self) -> Option<&LexicalBias> {
+        match self {
+            Seq2Seq::Transformer(model) => model.lexicon.as_ref(),
+            Seq2Seq::Rnn(_) => None,
+        }
+    }
+
     /// Encodes the source: the decoder, in its first state.
     pub fn encode(
         &self,

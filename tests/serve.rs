@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use attnzoo::sentence_embedding::default_model_dir;
 use attnzoo::serve::{router, Worker, MAX_BODY_BYTES, MAX_TEXT_CHARS};
+use attnzoo::translation::decode::DEFAULT_ALPHA;
 use attnzoo::translation::{DecodeConfig, Translator};
 use attnzoo_backends::{Backend, DeviceSpec};
 use axum::body::Body;
@@ -135,7 +136,7 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         .await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         let config = DecodeConfig {
-            search: attnzoo::translation::Search::of_beam(beam, 1.0),
+            search: attnzoo::translation::Search::of_beam(beam, DEFAULT_ALPHA),
             ..DecodeConfig::default()
         };
         let expected = translator.translate(&[SENTENCE], &config).unwrap();

@@ -201,28 +201,34 @@ fn build_vocabularies(
     })
 }
 
-/// The lexicon of a lexically biased Transformer: IBM Model 1 over the training `sentences` and
-/// the corpus folder's dictionary entries, when it has them.
+/// The lexicon of a lexically biased Transformer: IBM Model 1 over the training sentences and
+/// the corpus folder's dictionary entries, when it has them (those `data` holds already, when
+/// the epochs mix them in).
 fn lexicon_table(
     corpus: &Path,
-    sentences: &[Example],
+    data: &Data,
     vocab: &Vocabularies,
     max_len: usize,
 ) -> Result<Vec<f32>> {
     let started = std::time::Instant::now();
-    let entries = match corpus.join(LEXICON).exists() {
-        true => examples(
-            &read_lexicon(corpus)?,
-            &vocab.source,
-            &vocab.target,
-            max_len,
-        ),
-        false => Vec::new(),
+    let read: Vec<Example>;
+    let entries = match (data.lexicon.is_empty(), corpus.join(LEXICON).exists()) {
+        (false, _) => &data.lexicon[..],
+        (true, true) => {
+            read = examples(
+                &read_lexicon(corpus)?,
+                &vocab.source,
+                &vocab.target,
+                max_len,
+            );
+            &read[..]
+        }
+        (true, false) => &[],
     };
     let p_lex = ibm1::translation_table(
-        sentences
+        data.train
             .iter()
-            .chain(&entries)
+            .chain(entries)
             .map(|pair| (&pair.source[..], &pair.target[..])),
         vocab.source.len(),
         vocab.target.len(),
@@ -230,7 +236,7 @@ fn lexicon_table(
     );
     crate::note!(
         "the lexicon of the lexical bias: IBM Model 1 over {} sentences and {} dictionary entries ({:.1} s)",
-        sentences.len(),
+        data.train.len(),
         entries.len(),
         started.elapsed().as_secs_f64()
     );
@@ -342,7 +348,7 @@ pub fn train(
         let model = checkpoint.model.try_init(&train_device)?;
         match &checkpoint.model {
             Seq2SeqConfig::Transformer(config) if config.lexical_bias => {
-                model.with_lexicon_table(lexicon_table(&corpus, &data.train, vocab, max_len)?)?
+                model.with_lexicon_table(lexicon_table(&corpus, &data, vocab, max_len)?)?
             }
             _ => model,
         }

@@ -179,9 +179,9 @@ impl Translator {
         let lexicon = match self.model.lexicon() {
             Some(lexicon) => {
                 // [1, S, V] → the produced tokens' columns [1, S, T] → [1, 1, T, S].
-                let produced = target_in.clone().narrow(1, 1, len - 1).reshape([len - 1]);
-                let eos = Tensor::<1, Int>::from_data([EOS_ID as i64], &self.device);
-                let columns = Tensor::cat(vec![produced, eos], 0);
+                let produced: Vec<i64> = ids.iter().chain([&EOS_ID]).map(|&id| id as i64).collect();
+                let columns =
+                    Tensor::<1, Int>::from_data(TensorData::new(produced, [len]), &self.device);
                 let p_lex = lexicon.rows(source_tensor.clone()).select(2, columns);
                 maps_of(vec![p_lex.swap_dims(1, 2).unsqueeze_dim(1)])?
                     .pop()

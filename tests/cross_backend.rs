@@ -88,3 +88,44 @@ fn bernoulli_masks_hold_p_on_every_backend() {
         eprintln!("Bernoulli masks ok on {}", test.backend);
     }
 }
+
+/// `exp`, `tanh`, `sigmoid`, `erf` and GELU against `f64` over 2¹⁶ points each: within 4 units
+/// in the last place of `f32` on flex (which computes them with the branch-free polynomials of
+/// `vendor/burn-flex`), within 64 elsewhere (ndarray's sigmoid, for one, is 10 off at −14.7).
+/// GELU's unit is that of `x / 2`: `1 + erf(x/√2)` cancels for negative `x` in any `f32`
+/// evaluation.
+#[test]
+fn transcendental_functions_hold_f32_precision_on_every_backend() {
+    use burn::tensor::activation::{gelu, sigmoid};
+    let n = 1 << 16;
+    let gelu_exact = |x: f64| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
+    // (name, op, input range, exact value, the magnitude whose unit in the last place counts)
+    type Case = (&'static str, fn(Tensor<1>) -> Tensor<1>, (f32, f32), fn(f64) -> f64, fn(f64, f64) -> f64);
+    let cases: [Case; 5] = [
+        ("exp", |x| x.exp(), (-87.0, 88.0), f64::exp, |_, y| y),
+        ("tanh", |x| x.tanh(), (-12.0, 12.0), f64::tanh, |_, y| y),
+        ("sigmoid", sigmoid, (-30.0, 30.0), |x| 1.0 / (1.0 + (-x).exp()), |_, y| y),
+        ("erf", |x| x.erf(), (-6.0, 6.0), libm::erf, |_, y| y),
+        ("gelu", gelu, (-10.0, 10.0), gelu_exact, |x, y| y.abs().max(x.abs() / 2.0)),
+    ];
+    for test in &test_devices() {
+        let ulps = if test.backend.name() == "flex" { 4.0 } else { 64.0 };
+        for (name, op, (lo, hi), exact, magnitude) in cases {
+            let inputs: Vec<f32> = (0..n).map(|i| lo + (hi - lo) * i as f32 / (n - 1) as f32).collect();
+            let outputs = op(Tensor::<1>::from_floats(inputs.as_slice(), &test.device))
+                .into_data()
+                .try_into_vec::<f32>()
+                .unwrap();
+            for (&x, &y) in inputs.iter().zip(&outputs) {
+                let (x, want) = (f64::from(x), exact(f64::from(x)));
+                let unit = magnitude(x, want.abs()).max(f64::from(f32::MIN_POSITIVE)) * f64::from(f32::EPSILON);
+                assert!(
+                    (f64::from(y) - want).abs() <= ulps * unit,
+                    "{}: {name}({x}) = {y}, exactly {want}",
+                    test.backend
+                );
+            }
+        }
+        eprintln!("transcendental functions ok on {}", test.backend);
+    }
+}

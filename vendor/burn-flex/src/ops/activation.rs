@@ -68,14 +68,12 @@ impl ActivationOps<Flex> for Flex {
 
     fn gelu(tensor: FloatTensor<Flex>) -> FloatTensor<Flex> {
         // 0.5 * x * (1 + erf(x / sqrt(2)))
-        use crate::ops::unary::{erf_f32, erf_f64};
-        let sqrt2_f32: f32 = core::f32::consts::SQRT_2;
+        // attnzoo's patch: `fast_math::Gelu`, which the vectorised loop inlines.
+        use crate::ops::unary::erf_f64;
         let sqrt2_f64: f64 = core::f64::consts::SQRT_2;
-        unary_op(
-            tensor,
-            move |x: f32| 0.5 * x * (1.0 + erf_f32(x / sqrt2_f32)),
-            move |x: f64| 0.5 * x * (1.0 + erf_f64(x / sqrt2_f64)),
-        )
+        super::unary::unary_op_kernel(tensor, super::fast_math::Gelu, move |x: f64| {
+            0.5 * x * (1.0 + erf_f64(x / sqrt2_f64))
+        })
     }
 
     fn gelu_backward(x: FloatTensor<Flex>, grad: FloatTensor<Flex>) -> FloatTensor<Flex> {
@@ -103,7 +101,7 @@ impl ActivationOps<Flex> for Flex {
     }
 
     fn sigmoid(tensor: FloatTensor<Flex>) -> FloatTensor<Flex> {
-        unary_op(tensor, sigmoid_f32, sigmoid_f64)
+        super::unary::unary_op_kernel(tensor, super::fast_math::Sigmoid, sigmoid_f64)
     }
 
     fn sigmoid_backward(output: FloatTensor<Flex>, grad: FloatTensor<Flex>) -> FloatTensor<Flex> {

@@ -435,6 +435,47 @@ trait FlashGemm: Float + Pod + Copy + core::ops::AddAssign + Send + Sync {
         }
         sum
     }
+
+    /// The largest element of `row` (`-∞` for an empty or all-masked row).
+    fn row_max(row: &[Self]) -> Self {
+        row.iter()
+            .fold(Self::neg_infinity(), |max, &x| if x > max { x } else { max })
+    }
+}
+
+/// Scale, softcap, mask, causal limit and bias applied to a row of scores, in that order, each
+/// as its own loop over the row (which the compiler vectorises, where one loop testing every
+/// option per element did not); returns the row's maximum. `causal_end`: keys from that index
+/// on are masked (negative: all).
+///
+/// attnzoo's patch, with [`FlashGemm::exp_shifted_sum`].
+#[inline]
+fn prepare_scores<T: FlashGemm>(
+    row: &mut [T],
+    scale: T,
+    softcap: Option<T>,
+    mask: Option<&[u8]>,
+    causal_end: Option<isize>,
+    bias: Option<&[T]>,
+) -> T {
+    let neg_inf = T::neg_infinity();
+    row.iter_mut().for_each(|s| *s = *s * scale);
+    if let Some(cap) = softcap {
+        row.iter_mut().for_each(|s| *s = cap * (*s / cap).tanh());
+    }
+    if let Some(mask) = mask {
+        for (s, &m) in row.iter_mut().zip(mask) {
+            *s = if m != 0 { neg_inf } else { *s };
+        }
+    }
+    if let Some(end) = causal_end {
+        let end = end.clamp(0, row.len() as isize) as usize;
+        row[end..].fill(neg_inf);
+    }
+    if let Some(bias) = bias {
+        row.iter_mut().zip(bias).for_each(|(s, &b)| *s += b);
+    }
+    T::row_max(row)
 }
 
 /// Arguments for a block matrix multiply: dst = alpha * dst + beta * (lhs @ rhs).
@@ -457,9 +498,9 @@ struct BlockGemmArgs<T> {
 }
 
 macro_rules! impl_flash_gemm {
-    ($ty:ty $(, $exp_shifted_sum:item)?) => {
+    ($ty:ty $(, $($fast:item)*)?) => {
         impl FlashGemm for $ty {
-            $($exp_shifted_sum)?
+            $($($fast)*)?
 
             unsafe fn block_gemm(a: BlockGemmArgs<Self>) {
                 unsafe {
@@ -493,11 +534,16 @@ macro_rules! impl_flash_gemm {
 impl_flash_gemm!(
     f32,
     fn exp_shifted_sum(row: &mut [f32], max: f32) -> f32 {
-        super::fast_math::map_inplace(row, |x| super::fast_math::exp_f32(x - max));
+        super::fast_math::map_inplace(row, super::fast_math::ExpShifted(max));
         #[cfg(feature = "simd")]
         return crate::simd::kernels::sum_f32(row);
         #[cfg(not(feature = "simd"))]
         row.iter().sum()
+    }
+
+    #[cfg(feature = "simd")]
+    fn row_max(row: &[f32]) -> f32 {
+        crate::simd::kernels::max_f32(row)
     }
 );
 impl_flash_gemm!(f64);
@@ -625,37 +671,15 @@ fn flash_attention_head<T: FlashGemm>(
         for qi in 0..seq_q {
             let score_row = &mut scores[qi * tile_kv..(qi + 1) * tile_kv];
 
-            let mut tile_max = neg_inf;
-
-            for (ki, score) in score_row.iter_mut().enumerate() {
-                let kv_idx = kv_start + ki;
-                let mut val = *score * scale;
-
-                if let Some(cap) = softcap {
-                    val = cap * (val / cap).tanh();
-                }
-
-                if let Some(m) = mask
-                    && m[qi * seq_kv + kv_idx] != 0
-                {
-                    val = neg_inf;
-                }
-
-                if let Some(offset) = causal_offset
-                    && (kv_idx as isize) > (qi as isize) + offset
-                {
-                    val = neg_inf;
-                }
-
-                if let Some(b) = bias {
-                    val += b[qi * seq_kv + kv_idx];
-                }
-
-                *score = val;
-                if val > tile_max {
-                    tile_max = val;
-                }
-            }
+            let keys = qi * seq_kv + kv_start..qi * seq_kv + kv_end;
+            let tile_max = prepare_scores(
+                score_row,
+                scale,
+                softcap,
+                mask.map(|m| &m[keys.clone()]),
+                causal_offset.map(|offset| qi as isize + offset + 1 - kv_start as isize),
+                bias.map(|b| &b[keys]),
+            );
 
             if tile_max == neg_inf {
                 // All masked: zero out scores so gemm contributes nothing
@@ -978,35 +1002,15 @@ fn naive_attention_head<T: FlashGemm>(
     for qi in 0..seq_q {
         let row = &mut scores[qi * seq_kv..(qi + 1) * seq_kv];
 
-        let mut row_max = neg_inf;
-        for (ki, s) in row.iter_mut().enumerate() {
-            let mut val = *s * scale;
-
-            if let Some(cap) = softcap {
-                val = cap * (val / cap).tanh();
-            }
-
-            if let Some(m) = mask
-                && m[qi * seq_kv + ki] != 0
-            {
-                val = neg_inf;
-            }
-
-            if let Some(offset) = causal_offset
-                && (ki as isize) > (qi as isize) + offset
-            {
-                val = neg_inf;
-            }
-
-            if let Some(b) = bias {
-                val += b[qi * seq_kv + ki];
-            }
-
-            *s = val;
-            if val > row_max {
-                row_max = val;
-            }
-        }
+        let keys = qi * seq_kv..(qi + 1) * seq_kv;
+        let row_max = prepare_scores(
+            row,
+            scale,
+            softcap,
+            mask.map(|m| &m[keys.clone()]),
+            causal_offset.map(|offset| qi as isize + offset + 1),
+            bias.map(|b| &b[keys]),
+        );
 
         if row_max == neg_inf {
             row.fill(T::zero());

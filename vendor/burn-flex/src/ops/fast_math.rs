@@ -106,47 +106,89 @@ pub fn erf_f32(x: f32) -> f32 {
     select(a < 1.0, small, large)
 }
 
+/// GELU, `x · Φ(x) = x/2 · (1 + erf(x/√2))`.
+#[inline(always)]
+pub fn gelu_f32(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf_f32(x / core::f32::consts::SQRT_2))
+}
+
+/// An `f32 → f32` function for [`map_inplace`]. Closures are kernels; so are the unit structs
+/// below, whose `apply` is always inlined into the vectorised loop (a closure or function item
+/// as large as [`gelu_f32`] would be called once per element instead).
+pub trait Kernel: Copy {
+    /// The function's value at `x`.
+    fn apply(self, x: f32) -> f32;
+}
+
+impl<F: Fn(f32) -> f32 + Copy> Kernel for F {
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        self(x)
+    }
+}
+
+macro_rules! kernels {
+    ($($(#[$doc:meta])* $name:ident = $function:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name;
+
+        impl Kernel for $name {
+            #[inline(always)]
+            fn apply(self, x: f32) -> f32 {
+                $function(x)
+            }
+        }
+    )*};
+}
+
+kernels! {
+    /// [`exp_f32`].
+    Exp = exp_f32;
+    /// [`tanh_f32`].
+    Tanh = tanh_f32;
+    /// [`sigmoid_f32`].
+    Sigmoid = sigmoid_f32;
+    /// [`erf_f32`].
+    Erf = erf_f32;
+    /// [`gelu_f32`].
+    Gelu = gelu_f32;
+}
+
+/// `exp(x − shift)`, a softmax's numerator.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpShifted(pub f32);
+
+impl Kernel for ExpShifted {
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        exp_f32(x - self.0)
+    }
+}
+
 /// `data[i] = op(data[i])` for every `i`.
 #[inline]
-pub fn map_inplace(data: &mut [f32], op: impl Fn(f32) -> f32 + Copy) {
+pub fn map_inplace(data: &mut [f32], op: impl Kernel) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
         // SAFETY: the processor has the features the function is compiled for.
         return unsafe { map_inplace_avx2(data, op) };
     }
-    data.iter_mut().for_each(|x| *x = op(*x));
+    data.iter_mut().for_each(|x| *x = op.apply(*x));
 }
 
 /// `op` of every element of `src`, in order.
 #[inline]
-pub fn map(src: &[f32], op: impl Fn(f32) -> f32 + Copy) -> alloc::vec::Vec<f32> {
+pub fn map(src: &[f32], op: impl Kernel) -> alloc::vec::Vec<f32> {
     let mut out = src.to_vec();
     map_inplace(&mut out, op);
     out
 }
 
-/// `data[i] = op(data[i], other[i])` for every `i`.
-#[inline]
-pub fn zip_inplace(data: &mut [f32], other: &[f32], op: impl Fn(f32, f32) -> f32 + Copy) {
-    assert_eq!(data.len(), other.len());
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the processor has the features the function is compiled for.
-        return unsafe { zip_inplace_avx2(data, other, op) };
-    }
-    data.iter_mut().zip(other).for_each(|(x, &y)| *x = op(*x, y));
-}
-
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn map_inplace_avx2(data: &mut [f32], op: impl Fn(f32) -> f32 + Copy) {
-    data.iter_mut().for_each(|x| *x = op(*x));
-}
-
-#[cfg(all(feature = "std", target_arch = "x86_64"))]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn zip_inplace_avx2(data: &mut [f32], other: &[f32], op: impl Fn(f32, f32) -> f32 + Copy) {
-    data.iter_mut().zip(other).for_each(|(x, &y)| *x = op(*x, y));
+unsafe fn map_inplace_avx2(data: &mut [f32], op: impl Kernel) {
+    data.iter_mut().for_each(|x| *x = op.apply(*x));
 }
 
 #[cfg(test)]

@@ -59,13 +59,23 @@ where
     F32Op: Fn(f32) -> f32 + Copy,
     F64Op: Fn(f64) -> f64 + Copy,
 {
+    unary_op_kernel(tensor, f32_op, f64_op)
+}
+
+/// attnzoo's patch: [`unary_op`] with a [`fast_math::Kernel`] for `f32` (a closure, or one of the
+/// kernels that are always inlined into the vectorised loop).
+pub fn unary_op_kernel<F32Op, F64Op>(tensor: FlexTensor, f32_op: F32Op, f64_op: F64Op) -> FlexTensor
+where
+    F32Op: fast_math::Kernel,
+    F64Op: Fn(f64) -> f64 + Copy,
+{
     let dtype = tensor.dtype();
 
     match dtype {
         DType::F32 => unary_op_f32(tensor, f32_op),
         DType::F64 => unary_op_typed(tensor, f64_op),
-        DType::F16 => unary_op_typed(tensor, |x: f16| f16::from_f32(f32_op(x.to_f32()))),
-        DType::BF16 => unary_op_typed(tensor, |x: bf16| bf16::from_f32(f32_op(x.to_f32()))),
+        DType::F16 => unary_op_typed(tensor, |x: f16| f16::from_f32(f32_op.apply(x.to_f32()))),
+        DType::BF16 => unary_op_typed(tensor, |x: bf16| bf16::from_f32(f32_op.apply(x.to_f32()))),
         _ => panic!("unary_op: unsupported dtype {:?}", dtype),
     }
 }
@@ -73,14 +83,11 @@ where
 /// attnzoo's patch: an `f32` op runs in [`fast_math::map_inplace`], whose loop is compiled for
 /// AVX2 and FMA when the processor has them, so branch-free ops vectorize. A strided view (a
 /// gate of an LSTM's `chunk`) is first gathered block by block into its contiguous result.
-fn unary_op_f32<Op>(mut tensor: FlexTensor, op: Op) -> FlexTensor
-where
-    Op: Fn(f32) -> f32 + Copy,
-{
+fn unary_op_f32(mut tensor: FlexTensor, op: impl fast_math::Kernel) -> FlexTensor {
     let n = tensor.layout().num_elements();
     let layout = tensor.layout().clone();
     if layout.strides().iter().any(|&s| s < 0) {
-        return unary_op_typed(tensor, op);
+        return unary_op_typed(tensor, move |x: f32| op.apply(x));
     }
     // The storage is exactly the view (contiguous or permuted): map it, keeping the layout.
     if layout.start_offset() == 0 && tensor.storage::<f32>().len() == n {
@@ -204,7 +211,7 @@ where
 
 /// Exponential: e^x
 pub fn exp(tensor: FlexTensor) -> FlexTensor {
-    unary_op(tensor, fast_math::exp_f32, |x| x.exp())
+    unary_op_kernel(tensor, fast_math::Exp, |x| x.exp())
 }
 
 /// Natural logarithm: ln(x)
@@ -297,7 +304,7 @@ pub fn sinh(tensor: FlexTensor) -> FlexTensor {
 
 /// Hyperbolic tangent
 pub fn tanh(tensor: FlexTensor) -> FlexTensor {
-    unary_op(tensor, fast_math::tanh_f32, |x| x.tanh())
+    unary_op_kernel(tensor, fast_math::Tanh, |x| x.tanh())
 }
 
 /// Inverse cosine (arccos)
@@ -382,7 +389,7 @@ pub fn trunc(tensor: FlexTensor) -> FlexTensor {
 
 /// Error function
 pub fn erf(tensor: FlexTensor) -> FlexTensor {
-    unary_op(tensor, erf_f32, erf_f64)
+    unary_op_kernel(tensor, fast_math::Erf, erf_f64)
 }
 
 // ============================================================================
@@ -396,6 +403,7 @@ pub fn erf(tensor: FlexTensor) -> FlexTensor {
 // range in both precisions.
 
 /// Error function for f32.
+#[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
     fast_math::erf_f32(x)
 }

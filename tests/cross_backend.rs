@@ -100,25 +100,46 @@ fn transcendental_functions_hold_f32_precision_on_every_backend() {
     let n = 1 << 16;
     let gelu_exact = |x: f64| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
     // (name, op, input range, exact value, the magnitude whose unit in the last place counts)
-    type Case = (&'static str, fn(Tensor<1>) -> Tensor<1>, (f32, f32), fn(f64) -> f64, fn(f64, f64) -> f64);
+    type Case = (
+        &'static str,
+        fn(Tensor<1>) -> Tensor<1>,
+        (f32, f32),
+        fn(f64) -> f64,
+        fn(f64, f64) -> f64,
+    );
     let cases: [Case; 5] = [
         ("exp", |x| x.exp(), (-87.0, 88.0), f64::exp, |_, y| y),
         ("tanh", |x| x.tanh(), (-12.0, 12.0), f64::tanh, |_, y| y),
-        ("sigmoid", sigmoid, (-30.0, 30.0), |x| 1.0 / (1.0 + (-x).exp()), |_, y| y),
+        (
+            "sigmoid",
+            sigmoid,
+            (-30.0, 30.0),
+            |x| 1.0 / (1.0 + (-x).exp()),
+            |_, y| y,
+        ),
         ("erf", |x| x.erf(), (-6.0, 6.0), libm::erf, |_, y| y),
-        ("gelu", gelu, (-10.0, 10.0), gelu_exact, |x, y| y.abs().max(x.abs() / 2.0)),
+        ("gelu", gelu, (-10.0, 10.0), gelu_exact, |x, y| {
+            y.abs().max(x.abs() / 2.0)
+        }),
     ];
     for test in &test_devices() {
-        let ulps = if test.backend.name() == "flex" { 4.0 } else { 64.0 };
+        let ulps = if test.backend.name() == "flex" {
+            4.0
+        } else {
+            64.0
+        };
         for (name, op, (lo, hi), exact, magnitude) in cases {
-            let inputs: Vec<f32> = (0..n).map(|i| lo + (hi - lo) * i as f32 / (n - 1) as f32).collect();
+            let inputs: Vec<f32> = (0..n)
+                .map(|i| lo + (hi - lo) * i as f32 / (n - 1) as f32)
+                .collect();
             let outputs = op(Tensor::<1>::from_floats(inputs.as_slice(), &test.device))
                 .into_data()
                 .try_into_vec::<f32>()
                 .unwrap();
             for (&x, &y) in inputs.iter().zip(&outputs) {
                 let (x, want) = (f64::from(x), exact(f64::from(x)));
-                let unit = magnitude(x, want.abs()).max(f64::from(f32::MIN_POSITIVE)) * f64::from(f32::EPSILON);
+                let unit = magnitude(x, want.abs()).max(f64::from(f32::MIN_POSITIVE))
+                    * f64::from(f32::EPSILON);
                 assert!(
                     (f64::from(y) - want).abs() <= ulps * unit,
                     "{}: {name}({x}) = {y}, exactly {want}",
@@ -127,5 +148,77 @@ fn transcendental_functions_hold_f32_precision_on_every_backend() {
             }
         }
         eprintln!("transcendental functions ok on {}", test.backend);
+    }
+}
+
+/// The fused path against the dense one past the length where flex's fused op leaves its naive
+/// kernel for its flash kernel (`T² > 2¹⁸`): no mask, causal, and padding with a bias and a
+/// query offset (a KV-cache step's causal limit), on every backend.
+#[test]
+fn fused_attention_matches_dense_past_the_flash_threshold() {
+    use attnzoo_models::attention::{
+        AttentionImpl, AttentionInput, KeyPattern, ScaledDotProductConfig,
+    };
+    use burn::tensor::Distribution;
+    let (batch, heads, len, width) = (2, 2, 600, 16);
+    for test in &test_devices() {
+        let device = &test.device;
+        let random =
+            |dims: [usize; 4]| Tensor::<4>::random(dims, Distribution::Normal(0.0, 1.0), device);
+        let (q, k, v) = (
+            random([batch, heads, len, width]),
+            random([batch, heads, len, width]),
+            random([batch, heads, len, width]),
+        );
+        let queries = 520;
+        let padding = Tensor::<2, Bool>::from_bool(
+            TensorData::new(
+                (0..batch * len)
+                    .map(|i| i % len >= len - 7 * (i / len))
+                    .collect::<Vec<_>>(),
+                [batch, len],
+            ),
+            device,
+        );
+        let bias = random([1, heads, queries, len]);
+        for (name, pattern, input) in [
+            (
+                "no mask",
+                KeyPattern::Full,
+                AttentionInput::new(q.clone(), k.clone(), v.clone()),
+            ),
+            (
+                "causal",
+                KeyPattern::Causal,
+                AttentionInput::new(q.clone(), k.clone(), v.clone()),
+            ),
+            (
+                "padding, bias, offset",
+                KeyPattern::Causal,
+                AttentionInput::new(
+                    q.clone().narrow(2, len - queries, queries),
+                    k.clone(),
+                    v.clone(),
+                )
+                .mask_pad(padding.clone())
+                .bias(bias.clone())
+                .query_offset(len - queries),
+            ),
+        ] {
+            let run = |implementation| {
+                ScaledDotProductConfig::new()
+                    .with_pattern(pattern.clone())
+                    .with_implementation(implementation)
+                    .try_init()
+                    .unwrap()
+                    .forward(input.clone())
+                    .unwrap()
+                    .context
+                    .into_data()
+            };
+            let (dense, fused) = (run(AttentionImpl::Dense), run(AttentionImpl::Fused));
+            fused.assert_approx_eq::<f32>(&dense, Tolerance::absolute(2e-5));
+            eprintln!("fused = dense at T={len}, {name}, on {}", test.backend);
+        }
     }
 }

@@ -39,6 +39,9 @@ const TILE_KV: usize = 64;
 /// 256K elements = 1 MB for f32, fits comfortably in L2.
 const NAIVE_SCORE_BUDGET: usize = 256 * 1024;
 
+/// Queries per block of the flash kernel (attnzoo's patch).
+const Q_BLOCK: usize = 256;
+
 /// Minimum total multiply-accumulates across both GEMMs for outer parallelism.
 /// Smaller workloads cannot amortize Rayon scheduling and scratch allocation.
 #[cfg(feature = "rayon")]
@@ -369,19 +372,33 @@ where
         let mask_off = b * mask_batch_step + h * mask_head_step;
         let bias_off = b * bias_batch_step + h * bias_head_step;
 
-        flash_attention_head(
-            &q_data[q_off..q_off + q_head_stride],
-            &k_data[k_off..k_off + k_head_stride],
-            &v_data[v_off..v_off + v_head_stride],
-            o_chunk,
-            mask_data.map(|m| &m[mask_off..mask_off + mask_tile_len]),
-            bias_data.map(|bd| &bd[bias_off..bias_off + mask_tile_len]),
-            &params,
-            scratch,
-        );
+        // attnzoo's patch: queries in blocks of `Q_BLOCK`, so that a block's output rows and
+        // running maxima stay in cache while the key tiles stream past; one pass over all
+        // queries per key tile read and wrote the whole `[seq_q, val_dim]` output each time.
+        let q_data = &q_data[q_off..q_off + q_head_stride];
+        let mask_data = mask_data.map(|m| &m[mask_off..mask_off + mask_tile_len]);
+        let bias_data = bias_data.map(|bd| &bd[bias_off..bias_off + mask_tile_len]);
+        for q_start in (0..seq_q).step_by(Q_BLOCK) {
+            let q_end = (q_start + Q_BLOCK).min(seq_q);
+            let rows = q_start * seq_kv..q_end * seq_kv;
+            flash_attention_head(
+                &q_data[q_start * head_dim..q_end * head_dim],
+                &k_data[k_off..k_off + k_head_stride],
+                &v_data[v_off..v_off + v_head_stride],
+                &mut o_chunk[q_start * val_dim..q_end * val_dim],
+                mask_data.map(|m| &m[rows.clone()]),
+                bias_data.map(|bd| &bd[rows]),
+                &AttentionParams {
+                    seq_q: q_end - q_start,
+                    causal_offset: causal_offset.map(|offset| offset + q_start as isize),
+                    ..params
+                },
+                scratch,
+            );
+        }
     };
     let run_serial = |output: &mut [T]| {
-        let mut scratch = ScratchBuffers::new(seq_q);
+        let mut scratch = ScratchBuffers::new(seq_q.min(Q_BLOCK));
         for head in output.chunks_exact_mut(o_head_stride).enumerate() {
             run_head(&mut scratch, head);
         }
@@ -396,7 +413,7 @@ where
             output
                 .par_chunks_exact_mut(o_head_stride)
                 .enumerate()
-                .for_each_init(|| ScratchBuffers::new(seq_q), run_head);
+                .for_each_init(|| ScratchBuffers::new(seq_q.min(Q_BLOCK)), run_head);
         } else {
             run_serial(&mut output);
         }
@@ -639,6 +656,15 @@ fn flash_attention_head<T: FlashGemm>(
         let kv_start = tile_idx * TILE_KV;
         let kv_end = (kv_start + TILE_KV).min(seq_kv);
         let tile_kv = kv_end - kv_start;
+        // attnzoo's patch: under a causal mask, the queries before `q_first` see no key of this
+        // tile; their rows would be all masked and leave the running state as it is, so neither
+        // product computes them (about half the work of a causal head).
+        let q_first = causal_offset.map_or(0, |offset| {
+            (kv_start as isize - offset).clamp(0, seq_q as isize) as usize
+        });
+        if q_first == seq_q {
+            continue;
+        }
 
         // Step 1: Score matmul via gemm
         // scores[seq_q, tile_kv] = Q[seq_q, head_dim] @ K_tile[tile_kv, head_dim]^T
@@ -649,14 +675,14 @@ fn flash_attention_head<T: FlashGemm>(
         // scores row-major [seq_q, tile_kv]: rs=tile_kv, cs=1
         unsafe {
             T::block_gemm(BlockGemmArgs {
-                m: seq_q,
+                m: seq_q - q_first,
                 n: tile_kv,
                 k: head_dim,
-                dst: scores.as_mut_ptr(),
+                dst: scores.as_mut_ptr().add(q_first * tile_kv),
                 dst_cs: 1,
                 dst_rs: tile_kv as isize,
                 read_dst: false,
-                lhs: q.as_ptr(),
+                lhs: q.as_ptr().add(q_first * head_dim),
                 lhs_cs: 1,
                 lhs_rs: head_dim as isize,
                 rhs: k.as_ptr().add(kv_start * head_dim),
@@ -668,7 +694,7 @@ fn flash_attention_head<T: FlashGemm>(
         }
 
         // Step 2: Apply scale/softcap/mask/bias, online softmax, rescale output
-        for qi in 0..seq_q {
+        for qi in q_first..seq_q {
             let score_row = &mut scores[qi * tile_kv..(qi + 1) * tile_kv];
 
             let keys = qi * seq_kv + kv_start..qi * seq_kv + kv_end;
@@ -723,14 +749,14 @@ fn flash_attention_head<T: FlashGemm>(
         // dst = 1.0 * dst + 1.0 * P @ V  (accumulate)
         unsafe {
             T::block_gemm(BlockGemmArgs {
-                m: seq_q,
+                m: seq_q - q_first,
                 n: val_dim,
                 k: tile_kv,
-                dst: output.as_mut_ptr(),
+                dst: output.as_mut_ptr().add(q_first * val_dim),
                 dst_cs: 1,
                 dst_rs: val_dim as isize,
                 read_dst: true,
-                lhs: scores.as_ptr(),
+                lhs: scores.as_ptr().add(q_first * tile_kv),
                 lhs_cs: 1,
                 lhs_rs: tile_kv as isize,
                 rhs: v.as_ptr().add(kv_start * val_dim),

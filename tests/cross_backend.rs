@@ -207,7 +207,7 @@ fn fused_attention_matches_dense_past_the_flash_threshold() {
         ] {
             let run = |implementation| {
                 ScaledDotProductConfig::new()
-                    .with_pattern(pattern.clone())
+                    .with_pattern(pattern)
                     .with_implementation(implementation)
                     .try_init()
                     .unwrap()

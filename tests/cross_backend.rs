@@ -91,7 +91,7 @@ fn bernoulli_masks_hold_p_on_every_backend() {
 
 /// `exp`, `tanh`, `sigmoid`, `erf` and GELU against `f64` over 2¹⁶ points each: within 4 units
 /// in the last place of `f32` on flex (which computes them with the branch-free polynomials of
-/// `vendor/burn-flex`); elsewhere within 64 units or 1e-6 (ndarray's sigmoid is 10 units off at
+/// `vendor/burn-flex`); elsewhere within 256 units or 1e-6 (ndarray's sigmoid is 10 units off at
 /// −14.7; CubeCL's `erf` is Abramowitz & Stegun 7.1.26, 1.5e-7 absolute in exact arithmetic and
 /// 4.9e-7 in f32 on lavapipe). GELU's
 /// unit is that of `x / 2`: `1 + erf(x/√2)` cancels for negative `x` in any `f32` evaluation.
@@ -126,7 +126,7 @@ fn transcendental_functions_hold_f32_precision_on_every_backend() {
     for test in &test_devices() {
         let (ulps, floor) = match test.backend.name() {
             "flex" => (4.0, 0.0),
-            _ => (64.0, 1e-6),
+            _ => (256.0, 1e-6),
         };
         for (name, op, (lo, hi), exact, magnitude) in cases {
             let inputs: Vec<f32> = (0..n)

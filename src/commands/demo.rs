@@ -65,6 +65,7 @@ pub fn run(args: Args) -> Result<()> {
         model: args.model,
         config: TrainConfig {
             learning_rate: args.model.default_learning_rate(),
+            label_smoothing: args.model.default_label_smoothing(),
             ..TrainSpec::default().config
         },
         epochs: Some(1000),

@@ -54,9 +54,9 @@ pub struct Args {
     /// Linear warmup steps before the 1/√step decay
     #[arg(long, default_value_t = TrainConfig::new().warmup_steps, allow_negative_numbers = true)]
     warmup_steps: usize,
-    /// Label smoothing, in [0, 1)
-    #[arg(long, default_value_t = TrainConfig::new().label_smoothing, value_parser = parse::fraction_below_one_f32, allow_hyphen_values = true)]
-    label_smoothing: f32,
+    /// Label smoothing, in [0, 1) [default: 0.3 for the Transformer, 0.1 for the RNN]
+    #[arg(long, value_parser = parse::fraction_below_one_f32, allow_hyphen_values = true)]
+    label_smoothing: Option<f32>,
     /// Split words into subwords: a byte-pair-encoding vocabulary of this many tokens per
     /// language (0: whole words, those seen at least twice)
     #[arg(long, default_value_t = TrainConfig::new().bpe_vocab, allow_negative_numbers = true)]
@@ -84,7 +84,10 @@ impl Args {
             .with_batch_size(self.batch_size)
             .with_warmup_steps(self.warmup_steps)
             .with_teacher_forcing(self.teacher_forcing)
-            .with_label_smoothing(self.label_smoothing)
+            .with_label_smoothing(
+                self.label_smoothing
+                    .unwrap_or(self.model.default_label_smoothing()),
+            )
             .with_seed(self.seed)
             .with_bpe_vocab(self.bpe)
             .with_lexicon_per_epoch(self.lexicon)

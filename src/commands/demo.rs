@@ -8,8 +8,7 @@ use attnzoo::home_cache;
 use attnzoo::translation::corpus::{self, everyday, find_corpus, read_split, Pair, Split};
 use attnzoo::translation::metrics::corpus_chrf;
 use attnzoo::translation::{
-    self, Checkpoint, DecodeConfig, DictionaryLookup, Evaluation, ModelKind, TrainConfig,
-    TrainSpec, Translator,
+    self, Checkpoint, DecodeConfig, DictionaryLookup, Evaluation, ModelKind, TrainSpec, Translator,
 };
 use attnzoo::validate::show;
 use attnzoo_backends::DeviceArgs;
@@ -63,11 +62,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let spec = TrainSpec {
         model: args.model,
-        config: TrainConfig {
-            learning_rate: args.model.default_learning_rate(),
-            label_smoothing: args.model.default_label_smoothing(),
-            ..TrainSpec::default().config
-        },
+        config: args.model.train_config(),
         epochs: Some(1000),
         resume: Checkpoint::exists(&dir),
         ..TrainSpec::default()

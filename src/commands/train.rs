@@ -80,22 +80,18 @@ pub struct Args {
 impl Args {
     /// The library's description of this run.
     fn spec(&self) -> TrainSpec {
-        let config = TrainConfig::new()
+        let defaults = self.model.train_config();
+        let config = defaults
+            .clone()
             .with_batch_size(self.batch_size)
             .with_warmup_steps(self.warmup_steps)
             .with_teacher_forcing(self.teacher_forcing)
-            .with_label_smoothing(
-                self.label_smoothing
-                    .unwrap_or(self.model.default_label_smoothing()),
-            )
+            .with_label_smoothing(self.label_smoothing.unwrap_or(defaults.label_smoothing))
             .with_seed(self.seed)
             .with_bpe_vocab(self.bpe)
             .with_lexicon_per_epoch(self.lexicon)
             .with_train_limit(self.train_limit)
-            .with_learning_rate(
-                self.learning_rate
-                    .unwrap_or(self.model.default_learning_rate()),
-            );
+            .with_learning_rate(self.learning_rate.unwrap_or(defaults.learning_rate));
         TrainSpec {
             model: self.model,
             attention: self.attention,

@@ -48,6 +48,14 @@ impl ModelKind {
             ModelKind::Transformer => 0.3,
         }
     }
+
+    /// [`TrainConfig`]'s defaults at the model's [`default_learning_rate`](Self::default_learning_rate)
+    /// and [`default_label_smoothing`](Self::default_label_smoothing).
+    pub fn train_config(self) -> TrainConfig {
+        TrainConfig::new()
+            .with_learning_rate(self.default_learning_rate())
+            .with_label_smoothing(self.default_label_smoothing())
+    }
 }
 
 /// The RNN decoder's attention.
@@ -120,8 +128,7 @@ impl Default for TrainSpec {
     /// A small Transformer (d_model 128, 2 + 2 layers) — on a CPU, minutes buy more epochs of
     /// it than of a larger model, and the corpus is small — with dropout 0.2 (on this corpus
     /// 0.1 overfits after about 7 epochs, 0.3 learns slower in the first ten), trained as
-    /// [`TrainConfig`]'s defaults say, at its [`ModelKind::default_learning_rate`] and
-    /// [`ModelKind::default_label_smoothing`].
+    /// [`ModelKind::train_config`] says.
     fn default() -> Self {
         let model = ModelKind::default();
         Self {
@@ -131,9 +138,7 @@ impl Default for TrainSpec {
             layers: 2,
             dropout: 0.2,
             lexical_bias: true,
-            config: TrainConfig::new()
-                .with_learning_rate(model.default_learning_rate())
-                .with_label_smoothing(model.default_label_smoothing()),
+            config: model.train_config(),
             epochs: None,
             resume: false,
             corpus: None,

@@ -32,6 +32,18 @@ impl fmt::Debug for FlexTensor {
     }
 }
 
+/// `len` zeroed elements of `size` bytes each, allocated at the elements' alignment.
+/// (attnzoo's patch: `Bytes::from_bytes_vec` of a `Vec<u8>` copied every new tensor, each matrix
+/// product's output among them, into a second allocation aligned to 16 bytes.)
+fn zeroed_bytes(len: usize, size: usize) -> Bytes {
+    match size {
+        8 => Bytes::from_elems(alloc::vec![0u64; len]),
+        4 => Bytes::from_elems(alloc::vec![0u32; len]),
+        2 => Bytes::from_elems(alloc::vec![0u16; len]),
+        _ => Bytes::from_bytes_vec(alloc::vec![0u8; len * size]),
+    }
+}
+
 impl FlexTensor {
     /// Create a new tensor from bytes, layout, and dtype.
     pub fn new(data: Bytes, layout: Layout, dtype: DType) -> Self {
@@ -233,7 +245,7 @@ impl FlexTensor {
     pub fn empty(shape: Shape, dtype: DType) -> Self {
         let num_elements = shape.num_elements();
         let elem_size = dtype_size(dtype);
-        let bytes = Bytes::from_bytes_vec(alloc::vec![0u8; num_elements * elem_size]);
+        let bytes = zeroed_bytes(num_elements, elem_size);
         let layout = Layout::contiguous(shape);
         Self {
             data: Arc::new(bytes),

@@ -261,8 +261,8 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
     let rhs_ptr = unsafe { rhs_data.as_ptr().add(rhs.layout().start_offset()) };
 
     let out_shape = Shape::from(vec![m, n]);
-    let mut output = FlexTensor::empty(out_shape, T::dtype());
-    let out_data: &mut [T] = output.storage_mut();
+    let out_len = checked_size(m, n);
+    let mut output = Vec::with_capacity(out_len);
 
     let parallelism = get_parallelism(m, n, k);
 
@@ -271,7 +271,7 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
             m,
             n,
             k,
-            out_data.as_mut_ptr(),
+            output.as_mut_ptr(),
             1,
             n as isize,
             lhs_ptr,
@@ -284,7 +284,20 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
         );
     }
 
-    output
+    into_product(output, out_len, out_shape)
+}
+
+/// The tensor of a product whose `len` elements gemm has written into `output`'s capacity.
+/// (attnzoo's patch: the outputs were zeroed first, a pass over every product that gemm, which
+/// does not read its destination here, overwrites.)
+fn into_product<T: GemmScalar>(mut output: Vec<T>, len: usize, shape: Shape) -> FlexTensor {
+    // SAFETY: `gemm_call` does not read its destination and writes every element of it.
+    unsafe { output.set_len(len) };
+    FlexTensor::new(
+        Bytes::from_elems(output),
+        Layout::contiguous(shape),
+        T::dtype(),
+    )
 }
 
 /// Strided gemm call for one matrix. Wraps `gemm::gemm` with GemmScalar zero/one.
@@ -364,13 +377,14 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
     out_dims.push(n);
     let out_shape = Shape::from(out_dims);
 
-    let mut output = FlexTensor::empty(out_shape, T::dtype());
+    let out_len = checked_size(batch_size, out_matrix_size);
+    let mut output: Vec<T> = Vec::with_capacity(out_len);
 
     let lhs_data: &[T] = lhs.storage();
     let rhs_data: &[T] = rhs.storage();
     let lhs_start = lhs.layout().start_offset() as isize;
     let rhs_start = rhs.layout().start_offset() as isize;
-    let out_data: &mut [T] = output.storage_mut();
+    let out_data = &mut output.spare_capacity_mut()[..out_len];
 
     let per_matrix_ops = m.saturating_mul(n).saturating_mul(k);
 
@@ -409,7 +423,11 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         if per_matrix_ops >= PARALLEL_THRESHOLD && !prefer_batch_parallel {
             let parallelism = gemm::Parallelism::Rayon(0);
             for b in 0..batch_size {
-                run_one(out_data[b * out_matrix_size..].as_mut_ptr(), b, parallelism);
+                run_one(
+                    out_data[b * out_matrix_size..].as_mut_ptr().cast(),
+                    b,
+                    parallelism,
+                );
             }
         } else if total_ops >= BATCH_PARALLEL_THRESHOLD && batch_size > 1 {
             use rayon::prelude::*;
@@ -418,12 +436,12 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
                 .par_chunks_mut(out_matrix_size)
                 .enumerate()
                 .for_each(|(b, out_chunk)| {
-                    run_one(out_chunk.as_mut_ptr(), b, gemm::Parallelism::None);
+                    run_one(out_chunk.as_mut_ptr().cast(), b, gemm::Parallelism::None);
                 });
         } else {
             for b in 0..batch_size {
                 run_one(
-                    out_data[b * out_matrix_size..].as_mut_ptr(),
+                    out_data[b * out_matrix_size..].as_mut_ptr().cast(),
                     b,
                     gemm::Parallelism::None,
                 );
@@ -436,14 +454,14 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         let _ = per_matrix_ops;
         for b in 0..batch_size {
             run_one(
-                out_data[b * out_matrix_size..].as_mut_ptr(),
+                out_data[b * out_matrix_size..].as_mut_ptr().cast(),
                 b,
                 gemm::Parallelism::None,
             );
         }
     }
 
-    output
+    into_product(output, out_len, out_shape)
 }
 
 // ============================================================================

@@ -74,8 +74,12 @@ where
     match dtype {
         DType::F32 => unary_op_f32(tensor, f32_op),
         DType::F64 => unary_op_typed(tensor, f64_op),
-        DType::F16 => unary_op_typed(tensor, |x: f16| f16::from_f32(f32_op.apply(x.to_f32()))),
-        DType::BF16 => unary_op_typed(tensor, |x: bf16| bf16::from_f32(f32_op.apply(x.to_f32()))),
+        DType::F16 => unary_op_typed(tensor, |x: f16| {
+            f16::from_f32(f32_op.apply::<fast_math::Unfused>(x.to_f32()))
+        }),
+        DType::BF16 => unary_op_typed(tensor, |x: bf16| {
+            bf16::from_f32(f32_op.apply::<fast_math::Unfused>(x.to_f32()))
+        }),
         _ => panic!("unary_op: unsupported dtype {:?}", dtype),
     }
 }
@@ -87,7 +91,7 @@ fn unary_op_f32(mut tensor: FlexTensor, op: impl fast_math::Kernel) -> FlexTenso
     let n = tensor.layout().num_elements();
     let layout = tensor.layout().clone();
     if layout.strides().iter().any(|&s| s < 0) {
-        return unary_op_typed(tensor, move |x: f32| op.apply(x));
+        return unary_op_typed(tensor, move |x: f32| op.apply::<fast_math::Unfused>(x));
     }
     // The storage is exactly the view (contiguous or permuted): map it, keeping the layout.
     if layout.start_offset() == 0 && tensor.storage::<f32>().len() == n {
@@ -102,7 +106,9 @@ fn unary_op_f32(mut tensor: FlexTensor, op: impl fast_math::Kernel) -> FlexTenso
     let mut result = Vec::with_capacity(n);
     let blocks = layout.strided_blocks();
     match &blocks {
-        StridedBlocks::Single { start, len } => result.extend_from_slice(&src[*start..*start + *len]),
+        StridedBlocks::Single { start, len } => {
+            result.extend_from_slice(&src[*start..*start + *len])
+        }
         StridedBlocks::Multiple { block_len, .. } => {
             for start in blocks.block_starts() {
                 result.extend_from_slice(&src[start..start + block_len]);

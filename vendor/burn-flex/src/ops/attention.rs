@@ -196,6 +196,7 @@ pub fn attention_flash(
     attn_bias: Option<FlexTensor>,
     options: AttentionModuleOptions,
 ) -> FlexTensor {
+    super::matmul::pack_lhs_blocks(); // attnzoo's patch
     dispatch_attention_dtype!(query, key, value, mask, attn_bias, options, attention_impl)
 }
 

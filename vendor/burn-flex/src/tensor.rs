@@ -32,18 +32,6 @@ impl fmt::Debug for FlexTensor {
     }
 }
 
-/// `len` zeroed elements of `size` bytes each, allocated at the elements' alignment.
-/// (attnzoo's patch: `Bytes::from_bytes_vec` of a `Vec<u8>` copied every new tensor, each matrix
-/// product's output among them, into a second allocation aligned to 16 bytes.)
-fn zeroed_bytes(len: usize, size: usize) -> Bytes {
-    match size {
-        8 => Bytes::from_elems(alloc::vec![0u64; len]),
-        4 => Bytes::from_elems(alloc::vec![0u32; len]),
-        2 => Bytes::from_elems(alloc::vec![0u16; len]),
-        _ => Bytes::from_bytes_vec(alloc::vec![0u8; len * size]),
-    }
-}
-
 impl FlexTensor {
     /// Create a new tensor from bytes, layout, and dtype.
     pub fn new(data: Bytes, layout: Layout, dtype: DType) -> Self {
@@ -242,15 +230,20 @@ impl FlexTensor {
     }
 
     /// Create an empty tensor with given shape and dtype.
+    ///
+    /// attnzoo's patch: zeros of the element's size, so the buffer has the elements' alignment;
+    /// a `Vec<u8>` through `Bytes::from_bytes_vec` was copied into a second buffer aligned to 16
+    /// bytes, for every new tensor (each matrix product's output among them).
     pub fn empty(shape: Shape, dtype: DType) -> Self {
-        let num_elements = shape.num_elements();
-        let elem_size = dtype_size(dtype);
-        let bytes = zeroed_bytes(num_elements, elem_size);
-        let layout = Layout::contiguous(shape);
-        Self {
-            data: Arc::new(bytes),
-            layout,
-            dtype,
+        match dtype_size(dtype) {
+            8 => Self::filled_typed(shape, dtype, 0u64),
+            4 => Self::filled_typed(shape, dtype, 0u32),
+            2 => Self::filled_typed(shape, dtype, 0u16),
+            elem_size => {
+                let bytes =
+                    Bytes::from_bytes_vec(alloc::vec![0u8; shape.num_elements() * elem_size]);
+                Self::new(bytes, Layout::contiguous(shape), dtype)
+            }
         }
     }
 

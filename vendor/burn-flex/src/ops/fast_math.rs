@@ -212,15 +212,66 @@ kernels! {
     Gelu = gelu;
 }
 
-/// `exp(x − shift)`, a softmax's numerator.
-#[derive(Clone, Copy, Debug)]
-pub struct ExpShifted(pub f32);
+/// `eˣ` for `x ≤ 0` (and NaN): 0 below `−87.33`, where `eˣ` leaves the normal floats, so that
+/// `2ⁿ` is one normal float (`n ≥ −126`) instead of [`exp`]'s two halves.
+#[inline(always)]
+fn exp_nonpositive<M: MulAdd>(x: f32) -> f32 {
+    const LOWEST: f32 = -87.33;
+    let clamped = select(x < LOWEST, LOWEST, x);
+    let shifted = M::mul_add(clamped, LOG2_E, ROUND);
+    let n = shifted - ROUND;
+    let r = M::mul_add(-n, LN_2_LO, M::mul_add(-n, LN_2_HI, clamped));
+    let p = 1.987_569_1e-4;
+    let p = M::mul_add(p, r, 1.398_199_9e-3);
+    let p = M::mul_add(p, r, 8.333_452e-3);
+    let p = M::mul_add(p, r, 4.166_579_6e-2);
+    let p = M::mul_add(p, r, 1.666_666_5e-1);
+    let p = M::mul_add(p, r, 5.000_000_1e-1);
+    let er = M::mul_add(p, r * r, r) + 1.0;
+    let n = shifted.to_bits() as i32 - ROUND.to_bits() as i32;
+    let power = f32::from_bits(((n + 127) as u32) << 23);
+    select(x < LOWEST, 0.0, er * power)
+}
 
-impl Kernel for ExpShifted {
-    #[inline(always)]
-    fn apply<M: MulAdd>(self, x: f32) -> f32 {
-        exp::<M>(x - self.0)
+/// `row[i] = exp(row[i] − max)` for every `i`, returning the new row's sum: a softmax's
+/// numerators and denominator in one pass, `max` being the row's largest element (each
+/// exponent ≤ 0: [`exp_nonpositive`]).
+pub fn exp_shifted_sum(row: &mut [f32], max: f32) -> f32 {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the processor has the features the function is compiled for.
+        return unsafe { exp_shifted_sum_avx2(row, max) };
     }
+    exp_shifted_sum_with::<Unfused>(row, max)
+}
+
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_shifted_sum_avx2(row: &mut [f32], max: f32) -> f32 {
+    exp_shifted_sum_with::<Fused>(row, max)
+}
+
+#[inline(always)]
+fn exp_shifted_sum_with<M: MulAdd>(row: &mut [f32], max: f32) -> f32 {
+    // Eight running sums, one per lane of an AVX2 register, so the loop vectorises.
+    const LANES: usize = 8;
+    let mut lanes = [0.0f32; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for (x, lane) in chunk.iter_mut().zip(&mut lanes) {
+            *x = exp_nonpositive::<M>(*x - max);
+            *lane += *x;
+        }
+    }
+    let rest: f32 = chunks
+        .into_remainder()
+        .iter_mut()
+        .map(|x| {
+            *x = exp_nonpositive::<M>(*x - max);
+            *x
+        })
+        .sum();
+    lanes.iter().sum::<f32>() + rest
 }
 
 /// `data[i] = op(data[i])` for every `i`.
@@ -292,6 +343,53 @@ mod tests {
         assert!(sigmoid_err <= 3.0, "sigmoid: {sigmoid_err} ulps");
         let erf_err = max_ulps(Erf, erf, -6.0, 6.0, 1 << 20);
         assert!(erf_err <= 3.0, "erf: {erf_err} ulps");
+    }
+
+    #[test]
+    fn exp_shifted_sum_is_a_softmax_numerator_and_its_sum() {
+        // Exponents from 0 down to −90 (below −87.33 the result is 0, where eˣ is subnormal),
+        // a length that leaves a remainder after the eight lanes; the vectorised (fused where
+        // the processor has FMA) and the unfused loop.
+        let steps = (1 << 20) + 3;
+        let inputs: alloc::vec::Vec<f32> = (0..steps)
+            .map(|i| 5.0 - 95.0 * i as f32 / (steps - 1) as f32)
+            .collect();
+        let mut fast = inputs.clone();
+        let mut unfused = inputs.clone();
+        let sums = [
+            exp_shifted_sum(&mut fast, 5.0),
+            exp_shifted_sum_with::<Unfused>(&mut unfused, 5.0),
+        ];
+        let mut want_sum = 0.0f64;
+        let mut worst = 0.0f64;
+        for (i, &x) in inputs.iter().enumerate() {
+            let want = (x as f64 - 5.0).exp();
+            want_sum += want;
+            for y in [fast[i], unfused[i]] {
+                if x - 5.0 < -87.33 {
+                    assert_eq!(y, 0.0, "exp({})", x - 5.0);
+                    continue;
+                }
+                let ulp = (want as f32).max(f32::MIN_POSITIVE);
+                let ulp = (f32::from_bits(ulp.to_bits() + 1) - ulp) as f64;
+                worst = worst.max(((y as f64) - want).abs() / ulp);
+            }
+        }
+        assert!(worst <= 2.0, "exp_shifted_sum: {worst} ulps");
+        // 2²⁰ terms summed in f32 in eight lanes.
+        for sum in sums {
+            assert!(((sum as f64) / want_sum - 1.0).abs() < 1e-4, "{sum} against {want_sum}");
+        }
+        // Eleven terms: eight lanes and a remainder of three.
+        let mut short: [f32; 11] = core::array::from_fn(|i| 1.0 - i as f32);
+        let sum = exp_shifted_sum(&mut short, 1.0);
+        let want: f64 = (0..11).map(|i| (-(i as f64)).exp()).sum();
+        assert!(((sum as f64) / want - 1.0).abs() < 1e-6, "{sum} against {want}");
+        let mut special = [f32::NEG_INFINITY, 3.0, f32::NAN];
+        let sum = exp_shifted_sum(&mut special, 3.0);
+        assert_eq!(special[..2], [0.0, 1.0]);
+        assert!(special[2].is_nan() && sum.is_nan());
+        assert_eq!(exp_shifted_sum(&mut [], 0.0), 0.0);
     }
 
     #[test]

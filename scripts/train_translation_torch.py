@@ -105,6 +105,63 @@ def detokenize(tokens):
     return "".join(text)
 
 
+# ---- names and numbers copied through slots (src/translation/copy.rs) ----
+SLOTS = 8
+
+
+def slot_of(token):
+    if token.startswith("<copy") and token.endswith(">") and token[5:-1].isdigit():
+        k = int(token[5:-1])
+        return k if 1 <= k <= SLOTS else None
+    return None
+
+
+def copyable(word):
+    return any(c.isnumeric() for c in word) or (len(word) > 1 and word[0].isupper())
+
+
+def marked(words, copies):
+    """`words` with each word `copies` says yes to as a slot; the same word, the same slot."""
+    out, found = [], []
+    for word in words:
+        if word in found:
+            out.append(f"<copy{found.index(word) + 1}>")
+        elif len(found) < SLOTS and copies(word):
+            found.append(word)
+            out.append(f"<copy{len(found)}>")
+        else:
+            out.append(word)
+    return out, found
+
+
+def mark_pair(german, english):
+    english = tokenize(english)
+    words, found = marked(tokenize(german), lambda w: copyable(w) and w in english)
+    return words, [f"<copy{found.index(w) + 1}>" if w in found else w for w in english]
+
+
+def fill(tokens, copies):
+    out = []
+    for token in tokens:
+        k = slot_of(token)
+        if k is None:
+            out.append(token)
+        elif k <= len(copies):
+            out.append(copies[k - 1])
+    return out
+
+
+class CopyRule:
+    """Which German words become slots when translating (vocab.json's "copy" list)."""
+
+    def __init__(self, translatable):
+        self.translatable = set(translatable)
+
+    def mark(self, sentence):
+        return marked(tokenize(sentence), lambda w: copyable(w) and (
+            any(c.isnumeric() for c in w) or w.lower() not in self.translatable))
+
+
 class Vocab:
     """One side of an attnzoo vocab.json: token list plus the serialised BPE model."""
 
@@ -142,16 +199,27 @@ class Vocab:
             self.cache[word] = ids
         return ids
 
-    def encode(self, sentence):
-        return [i for word in tokenize(sentence) for i in self.word_ids(word)]
+    def encode(self, words):
+        """Ids of a sentence's words; a copy slot is its own token (src/translation/vocab.rs)."""
+        ids = []
+        for word in words:
+            if slot_of(word) and word in self.tokens[:4 + SLOTS]:
+                ids.append(self.tokens.index(word))
+            else:
+                ids.extend(self.word_ids(word))
+        return ids
 
-    def decode(self, ids):
+    def has_slots(self):
+        return "<copy1>" in self.tokens[:4 + SLOTS]
+
+    def decode(self, ids, copies=()):
         tokens = []
         for i in ids:
             if i == EOS:
                 break
             if i not in (PAD, BOS):
                 tokens.append(self.tokens[i] if i < len(self.tokens) else "<unk>")
+        tokens = fill(tokens, copies)
         if self.model is None:
             return detokenize(tokens)
         words = []
@@ -431,14 +499,16 @@ def greedy(model, sources, max_len, vocab_size):
     return outputs
 
 
-def translate(model, vocab_in, vocab_out, sentences, max_len):
-    """As attnzoo's Translator::translate: sources cut to max_len, outputs ≤ 2·max_len."""
-    sources = [vocab_in.encode(s)[:max_len] for s in sentences]
+def translate(model, vocab_in, vocab_out, rule, sentences, max_len, limit):
+    """As attnzoo's Translator::translate: sources cut to max_len, outputs ≤ limit, the copy
+    slots of `rule` (None: no slots) filled."""
+    marks = [rule.mark(s) if rule else (tokenize(s), []) for s in sentences]
+    sources = [vocab_in.encode(words)[:max_len] for words, _ in marks]
     wanted = [i for i, s in enumerate(sources) if s]
-    ids = greedy(model, [sources[i] for i in wanted], 2 * max_len, len(vocab_out))
+    ids = greedy(model, [sources[i] for i in wanted], limit, len(vocab_out))
     result = [""] * len(sentences)
     for i, out in zip(wanted, ids):
-        result[i] = vocab_out.decode(out)
+        result[i] = vocab_out.decode(out, marks[i][1])
     return result
 
 
@@ -451,7 +521,7 @@ def torch_name(burn_name):
     return name.replace(".gamma", ".weight").replace(".beta", ".bias").replace("lexicon.table", "lexicon")
 
 
-def decode_checkpoint(model, checkpoint, state, src_vocab, tgt_vocab, test_pairs, max_len):
+def decode_checkpoint(model, checkpoint, state, src_vocab, tgt_vocab, rule, test_pairs, max_len):
     """Greedy decoding of the test split with attnzoo's best weights, as `attnzoo eval` does:
     sentences per second (model loading excluded) and sacreBLEU of the same outputs."""
     from safetensors.torch import load_file
@@ -462,7 +532,7 @@ def decode_checkpoint(model, checkpoint, state, src_vocab, tgt_vocab, test_pairs
                            and v.dim() == 2 else v for k, v in weights.items()})
     model.eval()
     start = time.perf_counter()
-    hyps = translate(model, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
+    hyps = translate(model, src_vocab, tgt_vocab, rule, [p[0] for p in test_pairs], max_len, 2 * max_len)
     seconds = time.perf_counter() - start
     bleu = sacrebleu.corpus_bleu(hyps, [[p[1] for p in test_pairs]])
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads: greedy decoding of "
@@ -502,7 +572,7 @@ def main():
     vocabs = {side: Vocab(vocab_json[side]) for side in ("source", "target")}
     if args.encode:
         for line in sys.stdin.read().split("\n")[:-1]:
-            print(" ".join(map(str, vocabs[args.encode].encode(line.removesuffix("\r")))))
+            print(" ".join(map(str, vocabs[args.encode].encode(tokenize(line.removesuffix("\r"))))))
         return
     if args.minutes is None and not args.decode:
         parser.error("--minutes is required")
@@ -522,8 +592,11 @@ def main():
     corpus = args.corpus or find_corpus()
     max_len, batch_size, smoothing = cfg["max_len"], cfg["batch_size"], cfg["label_smoothing"]
 
+    rule = CopyRule(vocab_json["copy"]) if "copy" in vocab_json and src_vocab.has_slots() else None
+
     def example(pair):
-        return src_vocab.encode(pair[0])[:max_len], tgt_vocab.encode(pair[1])[:max_len - 1]
+        german, english = mark_pair(*pair) if rule else (tokenize(pair[0]), tokenize(pair[1]))
+        return src_vocab.encode(german)[:max_len], tgt_vocab.encode(english)[:max_len - 1]
 
     prep = time.perf_counter()
     train = [example(p) for p in read_pairs(os.path.join(corpus, "train.tsv"))]
@@ -560,7 +633,7 @@ def main():
         model.lexicon.copy_(load_file(files[0])["Transformer.lexicon.table"])
     if args.decode:
         return decode_checkpoint(model, args.checkpoint, load("state.json"), src_vocab, tgt_vocab,
-                                 test_pairs, max_len)
+                                 rule, test_pairs, max_len)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=learning_rate_at(cfg, 1), betas=(0.9, 0.999), eps=1e-5)
     n_params = sum(p.numel() for p in params)
@@ -649,7 +722,7 @@ def main():
             continue
         model.eval()
         valid_loss = mean_loss(model, valid, batch_size, smoothing)
-        hyps = [tgt_vocab.decode(ids) for ids in greedy(model, [e[0] for e in valid], max_len, len(tgt_vocab))]
+        hyps = translate(model, src_vocab, tgt_vocab, rule, [p[0] for p in valid_pairs], max_len, max_len)
         valid_bleu = sacrebleu.corpus_bleu(hyps, [[p[1] for p in valid_pairs]]).score
         record = {"epoch": epoch, "batches": f"{trained}/{len(batches)}", "train_loss": loss_sum / max(token_sum, 1),
                   "valid_loss": valid_loss, "valid_bleu": valid_bleu, "seconds": clock(),

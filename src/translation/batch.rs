@@ -2,8 +2,9 @@
 
 use burn::tensor::{Bool, Device, Int, Tensor};
 
+use super::checkpoint::Vocabularies;
 use super::corpus::Pair;
-use super::vocab::{Vocab, BOS_ID, EOS_ID, PAD_ID};
+use super::vocab::{BOS_ID, EOS_ID, PAD_ID};
 use crate::padding::padded;
 
 /// A source and target as ids, without specials.
@@ -65,13 +66,12 @@ impl SplitMix {
     }
 }
 
-/// Ids of the pairs, truncated to `max_len` tokens.
-pub fn examples(pairs: &[Pair], source: &Vocab, target: &Vocab, max_len: usize) -> Vec<Example> {
+/// Ids of the pairs ([`Vocabularies::encode_pair`]), truncated to `max_len` tokens.
+pub fn examples(pairs: &[Pair], vocab: &Vocabularies, max_len: usize) -> Vec<Example> {
     pairs
         .iter()
         .map(|pair| {
-            let mut source = source.encode(&pair.german);
-            let mut target = target.encode(&pair.english);
+            let (mut source, mut target) = vocab.encode_pair(pair);
             source.truncate(max_len);
             target.truncate(max_len.saturating_sub(1));
             Example { source, target }

@@ -33,9 +33,11 @@ use burn::store::{ModuleSnapshot, SafetensorsStore};
 use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 
+use super::copy::{mark_pair, CopyRule, Marked};
+use super::corpus::Pair;
 use super::train_config::TrainConfig;
 use super::train_state::{param_ids, with_param_ids, TrainState};
-use super::vocab::Vocab;
+use super::vocab::{tokenize, Vocab};
 use crate::error::{Error, Result};
 use crate::files::{remove_partial_files, write_atomically};
 use crate::validate;
@@ -47,13 +49,62 @@ pub const BEST_WEIGHTS: &str = "weights-best.safetensors";
 /// edited config or another run's vocabulary is noticed.
 const CONFIG_FILES: [&str; 3] = ["model.json", "train.json", "vocab.json"];
 
-/// Source and target vocabularies.
+/// Source and target vocabularies, and which words translation copies.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Vocabularies {
     /// German.
     pub source: Vocab,
     /// English.
     pub target: Vocab,
+    /// Which German words become copy slots when translating (`None`: none, as in checkpoints
+    /// made before names and numbers were copied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<CopyRule>,
+}
+
+/// A German sentence as a model reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// Token ids.
+    pub ids: Vec<usize>,
+    /// Each id beside the text it stands for.
+    pub pieces: Vec<(usize, String)>,
+    /// Whether the sentence had more tokens than these.
+    pub cut: bool,
+    /// The words of its copy slots, slot 1 first.
+    pub copies: Vec<String>,
+}
+
+impl Vocabularies {
+    /// A German sentence's tokens, at most `max_len` of them, the words to copy as slots.
+    pub fn source(&self, sentence: &str, max_len: usize) -> Source {
+        let marked = match &self.copy {
+            Some(rule) if self.source.has_slots() => rule.mark(sentence),
+            _ => Marked {
+                words: tokenize(sentence),
+                copies: Vec::new(),
+            },
+        };
+        let mut pieces = self.source.pieces(&marked.words);
+        let cut = pieces.len() > max_len;
+        pieces.truncate(max_len);
+        Source {
+            ids: pieces.iter().map(|(id, _)| *id).collect(),
+            pieces,
+            cut,
+            copies: marked.copies,
+        }
+    }
+
+    /// A training pair's ids: its shared names and numbers as slots when the vocabularies have
+    /// them.
+    pub fn encode_pair(&self, pair: &Pair) -> (Vec<usize>, Vec<usize>) {
+        let (german, english) = match self.copy.is_some() && self.source.has_slots() {
+            true => mark_pair(pair),
+            false => (tokenize(&pair.german), tokenize(&pair.english)),
+        };
+        (self.source.encode(&german), self.target.encode(&english))
+    }
 }
 
 /// Which of a checkpoint's weights.
@@ -354,6 +405,7 @@ impl Checkpoint {
         let vocab = Vocabularies {
             source: vocab.source.reindexed().map_err(damaged)?,
             target: vocab.target.reindexed().map_err(damaged)?,
+            copy: vocab.copy,
         };
         state.param_ids = std::mem::take(&mut state.param_ids)
             .into_iter()
@@ -693,6 +745,7 @@ mod tests {
         let vocab = Vocabularies {
             source: vocab.clone(),
             target: vocab,
+            copy: None,
         };
         let checkpoint = Checkpoint::create(dir, config, TrainConfig::new(), vocab).unwrap();
         (checkpoint, device, train_device)

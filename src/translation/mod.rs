@@ -10,6 +10,7 @@
 
 mod batch;
 pub mod checkpoint;
+pub mod copy;
 pub mod corpus;
 pub mod decode;
 pub mod ibm1;

@@ -10,6 +10,7 @@ use burn::tensor::Device;
 
 use super::batch::{examples, Example};
 use super::checkpoint::{Checkpoint, Vocabularies, Weights};
+use super::copy::CopyRule;
 use super::corpus::{find_corpus, read_lexicon, read_split, Pair, Split, LEXICON};
 use super::ibm1;
 use super::train_config::TrainConfig;
@@ -199,10 +200,11 @@ impl TrainSpec {
 }
 
 /// The vocabularies of the training pairs and lexicon, as `config` says (whole words or
-/// subwords).
+/// subwords), and the copy rule of the pairs and `dictionary` (the corpus folder's).
 fn build_vocabularies(
     pairs: &[Pair],
     lexicon: &[Pair],
+    dictionary: &[Pair],
     config: &TrainConfig,
 ) -> Result<Vocabularies> {
     let build = |side: fn(&Pair) -> &str| {
@@ -216,6 +218,7 @@ fn build_vocabularies(
     Ok(Vocabularies {
         source: build(|pair| &pair.german)?,
         target: build(|pair| &pair.english)?,
+        copy: Some(CopyRule::learn(pairs, dictionary)),
     })
 }
 
@@ -233,12 +236,7 @@ fn lexicon_table(
     let entries = match (data.lexicon.is_empty(), corpus.join(LEXICON).exists()) {
         (false, _) => &data.lexicon[..],
         (true, true) => {
-            read = examples(
-                &read_lexicon(corpus)?,
-                &vocab.source,
-                &vocab.target,
-                max_len,
-            );
+            read = examples(&read_lexicon(corpus)?, vocab, max_len);
             &read[..]
         }
         (true, false) => &[],
@@ -333,7 +331,11 @@ pub fn train(
             checkpoint
         }
         None => {
-            let vocab = build_vocabularies(train_pairs, &lexicon_pairs, &config)?;
+            let dictionary = match corpus.join(LEXICON).exists() {
+                true => read_lexicon(&corpus)?,
+                false => Vec::new(),
+            };
+            let vocab = build_vocabularies(train_pairs, &lexicon_pairs, &dictionary, &config)?;
             let model = spec.model_config(vocab.source.len(), vocab.target.len());
             let checkpoint = Checkpoint::create(out, model, config, vocab)?;
             let vocab = &checkpoint.vocab;
@@ -354,9 +356,9 @@ pub fn train(
     let max_len = checkpoint.max_source_len();
     let vocab = &checkpoint.vocab;
     let data = Data {
-        train: examples(train_pairs, &vocab.source, &vocab.target, max_len),
-        lexicon: examples(&lexicon_pairs, &vocab.source, &vocab.target, max_len),
-        valid: examples(&valid_pairs, &vocab.source, &vocab.target, max_len),
+        train: examples(train_pairs, vocab, max_len),
+        lexicon: examples(&lexicon_pairs, vocab, max_len),
+        valid: examples(&valid_pairs, vocab, max_len),
         valid_pairs,
     };
     crate::note!("training on {device:?}");

@@ -24,7 +24,7 @@ use burn::tensor::{Device, Tensor};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::batch::{batch, bucketed, Batch, Example, SplitMix};
-use super::checkpoint::Checkpoint;
+use super::checkpoint::{Checkpoint, Source};
 use super::corpus::Pair;
 use super::decode::{best, decode, DecodeConfig};
 use super::metrics::corpus_bleu;
@@ -323,17 +323,24 @@ pub fn run_epochs(
         if !(valid_loss.is_finite() && valid_loss < 1.5 * best_loss) {
             return Err(diverged(format!("the validation loss rose from {best_loss:.3} to {valid_loss:.3} in epoch {epoch}"), state.epoch));
         }
-        let sources: Vec<Vec<usize>> = data.valid.iter().map(|e| e.source.clone()).collect();
+        let vocab = &checkpoint.vocab;
+        let sources: Vec<Source> = data
+            .valid_pairs
+            .iter()
+            .map(|pair| vocab.source(&pair.german, checkpoint.max_source_len()))
+            .collect();
+        let ids: Vec<Vec<usize>> = sources.iter().map(|s| s.ids.clone()).collect();
         let translations = decode(
             &valid_model,
-            &sources,
+            &ids,
             &DecodeConfig::default(),
             checkpoint.max_output_len(),
             device,
         )?;
         let hypotheses: Vec<String> = best(translations)
             .iter()
-            .map(|ids| checkpoint.vocab.target.decode(ids))
+            .zip(&sources)
+            .map(|(ids, source)| vocab.target.decode(ids, &source.copies))
             .collect();
         let references: Vec<String> = data.valid_pairs.iter().map(|p| p.english.clone()).collect();
         let bleu = corpus_bleu(&hypotheses, &references)?;

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use attnzoo_models::seq2seq::Seq2Seq;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::checkpoint::{Checkpoint, Weights};
+use super::checkpoint::{Checkpoint, Source, Weights};
+use super::copy::fill;
 use super::corpus::Pair;
 use super::decode::{best, decode, DecodeConfig};
 use super::metrics::{corpus_bleu, corpus_chrf, Bleu};
@@ -90,14 +91,6 @@ impl Translator {
         &self.checkpoint
     }
 
-    /// Source ids of `sentence`, at most `max_len`, and whether it had more.
-    fn source_ids(&self, sentence: &str, max_len: usize) -> (Vec<usize>, bool) {
-        let mut ids = self.checkpoint.vocab.source.encode(sentence);
-        let cut = ids.len() > max_len;
-        ids.truncate(max_len);
-        (ids, cut)
-    }
-
     /// English translations of German `sentences`, in order; an empty sentence stays empty.
     pub fn translate<S: AsRef<str>>(
         &self,
@@ -106,24 +99,24 @@ impl Translator {
     ) -> Result<Vec<String>> {
         config.validate()?;
         let max_len = self.checkpoint.max_source_len();
-        let sources: Vec<Vec<usize>> = sentences
+        let sources: Vec<Source> = sentences
             .iter()
             .enumerate()
             .map(|(i, sentence)| {
-                let (ids, cut) = self.source_ids(sentence.as_ref(), max_len);
-                if cut {
+                let source = self.checkpoint.vocab.source(sentence.as_ref(), max_len);
+                if source.cut {
                     crate::note!(
                         "warning: sentence {} has more than {max_len} tokens; translating the first {max_len}",
                         i + 1
                     );
                 }
-                ids
+                source
             })
             .collect();
         let wanted: Vec<usize> = (0..sources.len())
-            .filter(|&i| !sources[i].is_empty())
+            .filter(|&i| !sources[i].ids.is_empty())
             .collect();
-        let picked: Vec<Vec<usize>> = wanted.iter().map(|&i| sources[i].clone()).collect();
+        let picked: Vec<Vec<usize>> = wanted.iter().map(|&i| sources[i].ids.clone()).collect();
         let outputs = decode(
             &self.model,
             &picked,
@@ -133,7 +126,11 @@ impl Translator {
         )?;
         let mut translations = vec![String::new(); sentences.len()];
         for (&i, ids) in wanted.iter().zip(best(outputs)) {
-            translations[i] = self.checkpoint.vocab.target.decode(&ids);
+            translations[i] = self
+                .checkpoint
+                .vocab
+                .target
+                .decode(&ids, &sources[i].copies);
         }
         Ok(translations)
     }
@@ -156,7 +153,12 @@ impl Translator {
     pub fn attend(&self, sentence: &str, config: &DecodeConfig) -> Result<Attention> {
         config.validate()?;
         let max_len = self.checkpoint.max_source_len().min(MAX_HEATMAP_TOKENS);
-        let (source, cut) = self.source_ids(sentence, max_len);
+        let Source {
+            ids: source,
+            pieces,
+            cut,
+            copies,
+        } = self.checkpoint.vocab.source(sentence, max_len);
         if source.is_empty() {
             return Err(Error::Input(
                 "nothing to translate: the sentence is empty".into(),
@@ -197,26 +199,20 @@ impl Translator {
             ));
         }
         let vocab = &self.checkpoint.vocab;
-        let labels = vocab
-            .source
-            .pieces(sentence)
+        let labels = pieces
             .into_iter()
-            .take(source.len())
-            .map(|(id, text)| {
-                if id == UNK_ID {
-                    format!("{text}*")
-                } else {
-                    text
-                }
+            .map(|(id, text)| match id {
+                UNK_ID => format!("{text}*"),
+                _ => fill(vec![text], &copies).concat(),
             })
             .collect();
         let words: Vec<String> = ids
             .iter()
-            .map(|&id| vocab.target.token(id).to_string())
+            .map(|&id| fill(vec![vocab.target.token(id).to_string()], &copies).concat())
             .collect();
         Ok(Attention {
             sentence: sentence.to_string(),
-            translation: vocab.target.decode(&ids),
+            translation: vocab.target.decode(&ids, &copies),
             source: labels,
             cut,
             target: words.iter().cloned().chain([EOS.to_string()]).collect(),

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
+
+use super::copy::{fill, slot_of, slot_token, SLOTS};
 use tokenizers::{AddedToken, Model, Trainer};
 
 /// Padding (id 0), ignored by the loss.
@@ -31,7 +33,8 @@ pub const UNK_ID: usize = 3;
 /// Marks a subword that continues the word before it.
 pub const CONTINUATION: &str = "##";
 
-/// Tokens and their ids; the four special tokens come first.
+/// Tokens and their ids; the four special tokens come first, then (in vocabularies built since
+/// names and numbers are copied) the [`SLOTS`] slot tokens of `translation::copy`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Vocab {
     tokens: Vec<String>,
@@ -40,6 +43,15 @@ pub struct Vocab {
     bpe: Option<BPE>,
     #[serde(skip)]
     ids: HashMap<String, usize>,
+}
+
+/// The tokens every new vocabulary starts with: the four specials, then the copy slots.
+fn specials() -> Vec<String> {
+    [PAD, BOS, EOS, UNK]
+        .map(String::from)
+        .into_iter()
+        .chain((1..=SLOTS).map(slot_token))
+        .collect()
 }
 
 /// Splits a sentence into words (letters, digits and inner apostrophes or hyphens) and single
@@ -107,11 +119,12 @@ impl Vocab {
             .filter(|(_, count)| *count >= min_count)
             .collect();
         frequent.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let tokens = [PAD, BOS, EOS, UNK]
-            .map(String::from)
+        let specials = specials();
+        let size = max_size.max(specials.len());
+        let tokens = specials
             .into_iter()
             .chain(frequent.into_iter().map(|(token, _)| token))
-            .take(max_size.max(4))
+            .take(size)
             .collect();
         Self::new(tokens, None)
     }
@@ -128,9 +141,10 @@ impl Vocab {
             .min_frequency(min_count as u64)
             .show_progress(false)
             .special_tokens(
-                [PAD, BOS, EOS, UNK]
+                specials()
+                    .into_iter()
                     .map(|t| AddedToken::from(t, true))
-                    .into(),
+                    .collect(),
             )
             .continuing_subword_prefix(CONTINUATION.into())
             .build();
@@ -203,19 +217,26 @@ impl Vocab {
         self.bpe.is_some()
     }
 
-    /// Ids of a sentence's tokens (unknown ones are [`UNK_ID`]).
-    pub fn encode(&self, sentence: &str) -> Vec<usize> {
-        self.pieces(sentence)
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect()
+    /// Whether the vocabulary has the copy slots.
+    pub fn has_slots(&self) -> bool {
+        self.ids.contains_key(&slot_token(1))
     }
 
-    /// A sentence's tokens: each id beside the text it stands for (the word itself where the
-    /// id is [`UNK_ID`]).
-    pub fn pieces(&self, sentence: &str) -> Vec<(usize, String)> {
+    /// Ids of a sentence's words (unknown ones are [`UNK_ID`]).
+    pub fn encode(&self, words: &[String]) -> Vec<usize> {
+        self.pieces(words).into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// The tokens of a sentence's words: each id beside the text it stands for (the word itself
+    /// where the id is [`UNK_ID`]). A slot token is its own token.
+    pub fn pieces(&self, words: &[String]) -> Vec<(usize, String)> {
         let mut pieces = Vec::new();
-        for word in tokenize(sentence) {
+        for word in words {
+            let word = word.clone();
+            if let Some(&id) = self.ids.get(&word).filter(|_| slot_of(&word).is_some()) {
+                pieces.push((id, word));
+                continue;
+            }
             let Some(bpe) = &self.bpe else {
                 pieces.push((self.ids.get(&word).copied().unwrap_or(UNK_ID), word));
                 continue;
@@ -242,14 +263,16 @@ impl Vocab {
         self.tokens.get(id).map_or(UNK, String::as_str)
     }
 
-    /// Text of ids, stopping at `<eos>` and skipping the other specials.
-    pub fn decode(&self, ids: &[usize]) -> String {
+    /// Text of ids, stopping at `<eos>`, skipping the other specials and putting each copy
+    /// slot's word from `copies` in its place.
+    pub fn decode(&self, ids: &[usize], copies: &[String]) -> String {
         let tokens: Vec<String> = ids
             .iter()
             .take_while(|&&id| id != EOS_ID)
             .filter(|&&id| id != PAD_ID && id != BOS_ID)
             .map(|&id| self.token(id).to_string())
             .collect();
+        let tokens = fill(tokens, copies);
         if !self.is_subword() {
             return detokenize(&tokens);
         }
@@ -301,11 +324,12 @@ mod tests {
     #[test]
     fn rare_words_become_unk_and_decoding_stops_at_eos() {
         let vocab = Vocab::build(["the dog barks .", "the cat sleeps ."], 2, 100);
-        assert_eq!(vocab.token(4), "."); // ties alphabetical: "." < "the"
-        let ids = vocab.encode("the zebra.");
-        assert_eq!(ids, vec![5, UNK_ID, 4]);
+        let (dot, the) = (4 + SLOTS, 5 + SLOTS);
+        assert_eq!(vocab.token(dot), "."); // ties alphabetical: "." < "the"
+        let ids = vocab.encode(&tokenize("the zebra."));
+        assert_eq!(ids, vec![the, UNK_ID, dot]);
         assert_eq!(
-            vocab.decode(&[BOS_ID, 5, UNK_ID, 4, EOS_ID, 5]),
+            vocab.decode(&[BOS_ID, the, UNK_ID, dot, EOS_ID, the], &[]),
             "the <unk>."
         );
         let json = serde_json::to_string(&vocab).unwrap();
@@ -324,17 +348,25 @@ mod tests {
         let vocab = Vocab::build_bpe(sentences.into_iter(), 1, 60).unwrap();
         assert!(vocab.is_subword());
         assert!(vocab.len() <= 60);
-        assert_eq!(&vocab.tokens[..4], [PAD, BOS, EOS, UNK]);
+        assert_eq!(vocab.tokens[..4 + SLOTS], specials());
         // An unseen word is made of known pieces, and decoding glues them back.
-        let pieces = vocab.pieces("the talkers walk.");
+        let pieces = vocab.pieces(&tokenize("the talkers walk."));
         assert!(pieces.len() > 4, "{pieces:?}");
         assert!(pieces
             .iter()
             .any(|(_, text)| text.starts_with(CONTINUATION)));
         let ids: Vec<usize> = pieces.iter().map(|(id, _)| *id).collect();
-        assert_eq!(vocab.decode(&ids), "the talkers walk.");
+        assert_eq!(vocab.decode(&ids, &[]), "the talkers walk.");
+        // A slot is its own token (never made from text), and decoding puts its word in its
+        // place.
+        let words: Vec<String> = ["walk", "<copy2>", "."].map(String::from).into();
+        let pieces = vocab.pieces(&words);
+        assert_eq!(pieces[pieces.len() - 2], (5, "<copy2>".to_string()));
+        let ids: Vec<usize> = pieces.iter().map(|(id, _)| *id).collect();
+        let copies = ["Anna", "Berlin"].map(String::from);
+        assert_eq!(vocab.decode(&ids, &copies), "walk Berlin.");
         // A character never seen is <unk>, shown as itself.
-        let unknown = vocab.pieces("zebra");
+        let unknown = vocab.pieces(&tokenize("zebra"));
         assert!(unknown.contains(&(UNK_ID, "z".to_string())), "{unknown:?}");
         // It survives a JSON round trip.
         let json = serde_json::to_string(&vocab).unwrap();
@@ -342,7 +374,8 @@ mod tests {
             .unwrap()
             .reindexed()
             .unwrap();
-        assert_eq!(back.encode("the talkers walk."), ids);
+        assert!(!back.encode(&tokenize("walk <copy2>.")).contains(&5));
+        assert_eq!(back.encode(&words), ids);
     }
 
     #[test]

@@ -660,7 +660,7 @@ def main():
         scorer = copy.deepcopy(model)
         scorer.load_state_dict(best_state)
         scorer.eval()
-        hyps = translate(scorer, src_vocab, tgt_vocab, [p[0] for p in test_pairs], max_len)
+        hyps = translate(scorer, src_vocab, tgt_vocab, rule, [p[0] for p in test_pairs], max_len, 2 * max_len)
         refs = [[p[1] for p in test_pairs]]
         bleu, chrf = sacrebleu.corpus_bleu(hyps, refs), sacrebleu.corpus_chrf(hyps, refs)
         last = history[-1]

@@ -76,11 +76,16 @@ pub struct Source {
 }
 
 impl Vocabularies {
+    /// The copy rule, when the vocabularies have the slots it needs.
+    fn copy_rule(&self) -> Option<&CopyRule> {
+        self.copy.as_ref().filter(|_| self.source.has_slots())
+    }
+
     /// A German sentence's tokens, at most `max_len` of them, the words to copy as slots.
     pub fn source(&self, sentence: &str, max_len: usize) -> Source {
-        let marked = match &self.copy {
-            Some(rule) if self.source.has_slots() => rule.mark(sentence),
-            _ => Marked {
+        let marked = match self.copy_rule() {
+            Some(rule) => rule.mark(sentence),
+            None => Marked {
                 words: tokenize(sentence),
                 copies: Vec::new(),
             },
@@ -99,9 +104,9 @@ impl Vocabularies {
     /// A training pair's ids: its shared names and numbers as slots when the vocabularies have
     /// them.
     pub fn encode_pair(&self, pair: &Pair) -> (Vec<usize>, Vec<usize>) {
-        let (german, english) = match self.copy.is_some() && self.source.has_slots() {
-            true => mark_pair(pair),
-            false => (tokenize(&pair.german), tokenize(&pair.english)),
+        let (german, english) = match self.copy_rule() {
+            Some(_) => mark_pair(pair),
+            None => (tokenize(&pair.german), tokenize(&pair.english)),
         };
         (self.source.encode(&german), self.target.encode(&english))
     }

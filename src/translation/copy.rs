@@ -36,12 +36,16 @@ pub fn slot_of(token: &str) -> Option<usize> {
     (1..=SLOTS).contains(&k).then_some(k)
 }
 
+/// Whether `word` has a digit.
+fn has_digit(word: &str) -> bool {
+    word.chars().any(char::is_numeric)
+}
+
 /// A word a translation may keep as it is: it has a digit, or it starts with a capital and is
 /// longer than one letter.
 fn copyable(word: &str) -> bool {
     let mut chars = word.chars();
-    word.chars().any(|c| c.is_numeric())
-        || (chars.next().is_some_and(char::is_uppercase) && chars.next().is_some())
+    has_digit(word) || (chars.next().is_some_and(char::is_uppercase) && chars.next().is_some())
 }
 
 /// A sentence's words with some of them replaced by slots.
@@ -149,9 +153,7 @@ impl CopyRule {
 
     /// Whether `word` is kept as it is.
     fn copies(&self, word: &str) -> bool {
-        copyable(word)
-            && (word.chars().any(|c| c.is_numeric())
-                || !self.translatable.contains(&word.to_lowercase()))
+        has_digit(word) || (copyable(word) && !self.translatable.contains(&word.to_lowercase()))
     }
 
     /// The words of a German sentence to translate, those to copy as slots.

@@ -223,23 +223,21 @@ fn build_vocabularies(
 }
 
 /// The lexicon of a lexically biased Transformer: IBM Model 1 over the training sentences and
-/// the corpus folder's dictionary entries, when it has them (those `data` holds already, when
-/// the epochs mix them in).
+/// the dictionary's entries (those `data` holds already, when the epochs mix them in).
 fn lexicon_table(
-    corpus: &Path,
     data: &Data,
+    dictionary: &[Pair],
     vocab: &Vocabularies,
     max_len: usize,
 ) -> Result<Vec<f32>> {
     let started = std::time::Instant::now();
     let read: Vec<Example>;
-    let entries = match (data.lexicon.is_empty(), corpus.join(LEXICON).exists()) {
-        (false, _) => &data.lexicon[..],
-        (true, true) => {
-            read = examples(&read_lexicon(corpus)?, vocab, max_len);
+    let entries = match data.lexicon.is_empty() {
+        false => &data.lexicon[..],
+        true => {
+            read = examples(dictionary, vocab, max_len);
             &read[..]
         }
-        (true, false) => &[],
     };
     let p_lex = ibm1::translation_table(
         data.train
@@ -320,6 +318,14 @@ pub fn train(
         0 => Vec::new(),
         _ => read_lexicon(&corpus)?,
     };
+    // The corpus folder's dictionary, read once: a new run's copy rule and lexicon table need it.
+    let untrained = resumed
+        .as_ref()
+        .is_none_or(|checkpoint| checkpoint.state.weights.is_empty());
+    let dictionary = match untrained && corpus.join(LEXICON).exists() {
+        true => read_lexicon(&corpus)?,
+        false => Vec::new(),
+    };
     let mut checkpoint = match resumed {
         Some(checkpoint) => {
             crate::note!(
@@ -331,10 +337,6 @@ pub fn train(
             checkpoint
         }
         None => {
-            let dictionary = match corpus.join(LEXICON).exists() {
-                true => read_lexicon(&corpus)?,
-                false => Vec::new(),
-            };
             let vocab = build_vocabularies(train_pairs, &lexicon_pairs, &dictionary, &config)?;
             let model = spec.model_config(vocab.source.len(), vocab.target.len());
             let checkpoint = Checkpoint::create(out, model, config, vocab)?;
@@ -359,6 +361,10 @@ pub fn train(
         train: examples(train_pairs, vocab, max_len),
         lexicon: examples(&lexicon_pairs, vocab, max_len),
         valid: examples(&valid_pairs, vocab, max_len),
+        valid_sources: valid_pairs
+            .iter()
+            .map(|pair| vocab.source(&pair.german, max_len))
+            .collect(),
         valid_pairs,
     };
     crate::note!("training on {device:?}");
@@ -368,7 +374,7 @@ pub fn train(
         let model = checkpoint.model.try_init(&train_device)?;
         match &checkpoint.model {
             Seq2SeqConfig::Transformer(config) if config.lexical_bias => {
-                model.with_lexicon_table(lexicon_table(&corpus, &data, vocab, max_len)?)?
+                model.with_lexicon_table(lexicon_table(&data, &dictionary, vocab, max_len)?)?
             }
             _ => model,
         }

@@ -43,6 +43,8 @@ pub struct Data {
     pub valid: Vec<Example>,
     /// Validation pairs (BLEU).
     pub valid_pairs: Vec<Pair>,
+    /// Their German sides as the model reads them (BLEU).
+    pub valid_sources: Vec<Source>,
 }
 
 impl Data {
@@ -323,13 +325,7 @@ pub fn run_epochs(
         if !(valid_loss.is_finite() && valid_loss < 1.5 * best_loss) {
             return Err(diverged(format!("the validation loss rose from {best_loss:.3} to {valid_loss:.3} in epoch {epoch}"), state.epoch));
         }
-        let vocab = &checkpoint.vocab;
-        let sources: Vec<Source> = data
-            .valid_pairs
-            .iter()
-            .map(|pair| vocab.source(&pair.german, checkpoint.max_source_len()))
-            .collect();
-        let ids: Vec<Vec<usize>> = sources.iter().map(|s| s.ids.clone()).collect();
+        let ids: Vec<Vec<usize>> = data.valid_sources.iter().map(|s| s.ids.clone()).collect();
         let translations = decode(
             &valid_model,
             &ids,
@@ -339,8 +335,8 @@ pub fn run_epochs(
         )?;
         let hypotheses: Vec<String> = best(translations)
             .iter()
-            .zip(&sources)
-            .map(|(ids, source)| vocab.target.decode(ids, &source.copies))
+            .zip(&data.valid_sources)
+            .map(|(ids, source)| checkpoint.vocab.target.decode(ids, &source.copies))
             .collect();
         let references: Vec<String> = data.valid_pairs.iter().map(|p| p.english.clone()).collect();
         let bleu = corpus_bleu(&hypotheses, &references)?;
@@ -462,6 +458,7 @@ mod tests {
             lexicon: (100..110).map(example).collect(),
             valid: Vec::new(),
             valid_pairs: Vec::new(),
+            valid_sources: Vec::new(),
         };
         let lexicon_of = |epoch| -> Vec<usize> {
             let examples = data.epoch(epoch, 4, 7);

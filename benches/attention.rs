@@ -5,15 +5,16 @@
 //! Names read `mechanism/backend/T/pass`, e.g. `mha_h8/ndarray/512/forward`. Batch 1, width
 //! 512, 8 heads of 64 (the alignment mechanisms: hidden 256, one decoder step against T).
 //! `mha_b8_t256` is the README's PyTorch comparison (B=8, T=256, D=512, h=8); its PyTorch side is
-//! `scripts/bench_torch.py`.
+//! `scripts/bench_torch.py`. Like the command line, the bench keeps freed memory for reuse
+//! ([`keep_freed_memory`]).
 
-use attnzoo_backends::{probe_all, Device};
+use attnzoo_backends::{keep_freed_memory, probe_all, Device};
 use attnzoo_models::attention::{
     AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, LinformerConfig,
     MultiHeadConfig, MultiHeadInput, ScaledDotProductConfig,
 };
 use burn::tensor::{Distribution, Tensor};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, BenchmarkId, Criterion};
 
 const D_MODEL: usize = 512;
 const HEADS: usize = 8;
@@ -254,4 +255,10 @@ fn mha_b8_t256(c: &mut Criterion) {
 }
 
 criterion_group!(benches, mha_b8_t256, attention);
-criterion_main!(benches);
+
+/// `criterion_main!`, after what the command line does first: freed memory kept for reuse.
+fn main() {
+    keep_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

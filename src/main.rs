@@ -78,6 +78,7 @@ fn given(matches: &ArgMatches, name: &str) -> Vec<String> {
 }
 
 fn main() -> ExitCode {
+    attnzoo_backends::keep_freed_memory();
     let parsed = Cli::command()
         .try_get_matches()
         .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));

@@ -307,22 +307,70 @@ impl Layout {
         )
     }
 
-    /// Reshape to a new shape. Only works if contiguous.
+    /// Reshape to a new shape without moving elements.
     ///
-    /// Preserves start_offset for zero-copy view of contiguous slices.
-    /// Returns None if not contiguous (would require data copy).
+    /// Preserves start_offset for zero-copy view of contiguous slices. A strided layout is
+    /// viewed too where its strides allow (attnzoo's patch, PyTorch's rule for `view`): each
+    /// run of axes whose elements lie evenly spaced is split and merged freely, so reshaping a
+    /// swapped `[batch, heads, seq, dim]` to its own shape, or to `[batch, heads, seq, 2, dim / 2]`,
+    /// copies nothing, where it copied the whole tensor before.
+    /// Returns None when the new shape needs the data copied.
     pub fn reshape(&self, new_shape: Shape) -> Option<Self> {
-        if !self.is_contiguous() {
-            return None;
-        }
         debug_assert_eq!(
             self.num_elements(),
             new_shape.num_elements(),
             "reshape must preserve total elements"
         );
-        let mut layout = Self::contiguous(new_shape);
-        layout.start_offset = self.start_offset;
-        Some(layout)
+        if self.is_contiguous() {
+            let mut layout = Self::contiguous(new_shape);
+            layout.start_offset = self.start_offset;
+            return Some(layout);
+        }
+        if !self.has_positive_strides() {
+            return None;
+        }
+        let strides = self.view_strides(&new_shape)?;
+        Some(Self {
+            shape: new_shape,
+            strides,
+            start_offset: self.start_offset,
+        })
+    }
+
+    /// Strides of `new_shape` over this layout's elements, if no element has to move
+    /// (`computeStride` in PyTorch's `aten/src/ATen/TensorUtils.cpp`). The old axes are taken
+    /// from the last in chunks whose elements are evenly spaced; the new axes must cover each
+    /// chunk exactly.
+    fn view_strides(&self, new_shape: &Shape) -> Option<Vec<isize>> {
+        let (old_dims, old_strides) = (self.shape.as_slice(), &self.strides);
+        let new_dims = new_shape.as_slice();
+        let mut strides = vec![0isize; new_dims.len()];
+        let mut chunk_stride = *old_strides.last()?;
+        let (mut old_count, mut new_count) = (1usize, 1usize);
+        let mut new_axis = new_dims.len();
+        for old_axis in (0..old_dims.len()).rev() {
+            old_count *= old_dims[old_axis];
+            let chunk_ends = old_axis == 0
+                || (old_dims[old_axis - 1] != 1
+                    && old_strides[old_axis - 1] != old_count as isize * chunk_stride);
+            if !chunk_ends {
+                continue;
+            }
+            while new_axis > 0 && (new_count < old_count || new_dims[new_axis - 1] == 1) {
+                new_axis -= 1;
+                strides[new_axis] = new_count as isize * chunk_stride;
+                new_count *= new_dims[new_axis];
+            }
+            if new_count != old_count {
+                return None;
+            }
+            if old_axis > 0 {
+                chunk_stride = old_strides[old_axis - 1];
+                old_count = 1;
+                new_count = 1;
+            }
+        }
+        (new_axis == 0).then_some(strides)
     }
 
     /// Compute linear index from multi-dimensional indices.
@@ -563,6 +611,46 @@ impl ExactSizeIterator for BlockStartIter<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The storage offset of each element, in logical (row-major) order.
+    fn offsets(layout: &Layout) -> Vec<usize> {
+        let dims = layout.shape().to_vec();
+        (0..layout.num_elements())
+            .map(|mut i| {
+                let mut index = vec![0; dims.len()];
+                for (axis, &dim) in dims.iter().enumerate().rev() {
+                    index[axis] = i % dim;
+                    i /= dim;
+                }
+                layout.index(&index)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reshape_views_strided_layouts_where_no_element_moves() {
+        // `[batch, heads, seq, dim]` over `[batch, seq, heads, dim]`, as multi-head attention splits heads.
+        let heads = Layout::contiguous(Shape::from(vec![2, 5, 3, 4])).transpose(1, 2);
+        let sliced = Layout::contiguous(Shape::from(vec![6, 8])).narrow(1, 2, 4);
+        let cases: [(&Layout, Vec<usize>, bool); 7] = [
+            (&heads, vec![2, 3, 5, 4], true),
+            (&heads, vec![2, 3, 5, 2, 2], true),
+            (&heads, vec![1, 2, 3, 1, 5, 4], true),
+            (&heads, vec![6, 5, 4], false),
+            (&heads, vec![2, 3, 20], false),
+            (&sliced, vec![3, 2, 4], true),
+            (&sliced, vec![24], false),
+        ];
+        for (layout, dims, viewable) in cases {
+            let view = layout.reshape(Shape::from(dims.clone()));
+            assert_eq!(view.is_some(), viewable, "{dims:?}");
+            if let Some(view) = view {
+                assert_eq!(offsets(&view), offsets(layout), "{dims:?}");
+            }
+        }
+        let transposed = Layout::contiguous(Shape::from(vec![3, 4])).transpose(0, 1);
+        assert!(transposed.reshape(Shape::from(vec![12])).is_none());
+    }
 
     #[test]
     fn test_contiguous_layout() {

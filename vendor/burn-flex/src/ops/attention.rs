@@ -46,7 +46,6 @@ const Q_BLOCK: usize = 1024;
 
 /// Minimum total multiply-accumulates across both GEMMs for outer parallelism.
 /// Smaller workloads cannot amortize Rayon scheduling and scratch allocation.
-#[cfg(feature = "rayon")]
 const PARALLEL_THRESHOLD: usize = 256 * 1024;
 
 /// Auto-selecting attention: picks the fastest strategy based on sequence length.
@@ -266,9 +265,9 @@ where
         assert!(softcap > 0.0, "softcap must be positive, got {softcap}");
     }
 
-    let query = query.to_contiguous();
-    let key = key.to_contiguous();
-    let value = value.to_contiguous();
+    let (query, q_rows) = HeadRows::of(query);
+    let (key, k_rows) = HeadRows::of(key);
+    let (value, v_rows) = HeadRows::of(value);
 
     let q_shape = query.layout().shape();
     let k_shape = key.layout().shape();
@@ -335,15 +334,8 @@ where
         .unwrap_or((0, 0));
 
     let mut output = vec![T::zero(); batch * heads * seq_q * val_dim];
+    let o_rows = HeadRows::output_like(&q_rows, heads, seq_q, val_dim);
 
-    // 4D strides for contiguous layout
-    let q_head_stride = seq_q * head_dim;
-    let q_batch_stride = heads * q_head_stride;
-    let k_head_stride = seq_kv * head_dim;
-    let k_batch_stride = kv_heads * k_head_stride;
-    let v_head_stride = seq_kv * val_dim;
-    let v_batch_stride = kv_heads * v_head_stride;
-    let o_head_stride = seq_q * val_dim;
     let mask_tile_len = seq_q * seq_kv;
 
     if output.is_empty() || seq_kv == 0 {
@@ -362,74 +354,63 @@ where
         seq_kv,
         head_dim,
         val_dim,
+        rows: RowStrides {
+            q: q_rows.row,
+            k: k_rows.row,
+            v: v_rows.row,
+            o: o_rows.row,
+        },
     };
 
-    let run_head = |scratch: &mut ScratchBuffers<T>, (head_idx, o_chunk): (usize, &mut [T])| {
+    // Safety: `o_head` points at this head's first output row; no two heads write one element.
+    let run_head = |scratch: &mut ScratchBuffers<T>, head_idx: usize, o_head: *mut T| {
         let b = head_idx / heads;
         let h = head_idx % heads;
         // Map query head `h` to its shared K/V head (GQA/MQA).
         let kv_h = h / q_per_kv;
-        let q_off = b * q_batch_stride + h * q_head_stride;
-        let k_off = b * k_batch_stride + kv_h * k_head_stride;
-        let v_off = b * v_batch_stride + kv_h * v_head_stride;
+        let q_data = &q_data[q_rows.start(b, h)..];
+        let k_data = &k_data[k_rows.start(b, kv_h)..];
+        let v_data = &v_data[v_rows.start(b, kv_h)..];
         let mask_off = b * mask_batch_step + h * mask_head_step;
         let bias_off = b * bias_batch_step + h * bias_head_step;
 
         // attnzoo's patch: queries in blocks of `Q_BLOCK`, so that a block's output rows and
         // running maxima stay in cache while the key tiles stream past; one pass over all
         // queries per key tile read and wrote the whole `[seq_q, val_dim]` output each time.
-        let q_data = &q_data[q_off..q_off + q_head_stride];
         let mask_data = mask_data.map(|m| &m[mask_off..mask_off + mask_tile_len]);
         let bias_data = bias_data.map(|bd| &bd[bias_off..bias_off + mask_tile_len]);
         for q_start in (0..seq_q).step_by(Q_BLOCK) {
             let q_end = (q_start + Q_BLOCK).min(seq_q);
-            let rows = q_start * seq_kv..q_end * seq_kv;
-            flash_attention_head(
-                &q_data[q_start * head_dim..q_end * head_dim],
-                &k_data[k_off..k_off + k_head_stride],
-                &v_data[v_off..v_off + v_head_stride],
-                &mut o_chunk[q_start * val_dim..q_end * val_dim],
-                mask_data.map(|m| &m[rows.clone()]),
-                bias_data.map(|bd| &bd[rows]),
-                &AttentionParams {
-                    seq_q: q_end - q_start,
-                    causal_offset: causal_offset.map(|offset| offset + q_start as isize),
-                    ..params
-                },
-                scratch,
-            );
+            let mask_rows = q_start * seq_kv..q_end * seq_kv;
+            unsafe {
+                flash_attention_head(
+                    &q_data[q_start * q_rows.row..],
+                    k_data,
+                    v_data,
+                    o_head.add(q_start * o_rows.row),
+                    mask_data.map(|m| &m[mask_rows.clone()]),
+                    bias_data.map(|bd| &bd[mask_rows]),
+                    &AttentionParams {
+                        seq_q: q_end - q_start,
+                        causal_offset: causal_offset.map(|offset| offset + q_start as isize),
+                        ..params
+                    },
+                    scratch,
+                );
+            }
         }
     };
-    let run_serial = |output: &mut [T]| {
-        let mut scratch = ScratchBuffers::new(seq_q.min(Q_BLOCK));
-        for head in output.chunks_exact_mut(o_head_stride).enumerate() {
-            run_head(&mut scratch, head);
-        }
-    };
-
-    // Reuse scratch within each Rayon job. GEMMs stay single-threaded to
-    // avoid nested parallelism; small workloads reuse one serial buffer.
-    #[cfg(feature = "rayon")]
-    {
-        if params.should_parallelize(batch * heads) {
-            use rayon::prelude::*;
-            output
-                .par_chunks_exact_mut(o_head_stride)
-                .enumerate()
-                .for_each_init(|| ScratchBuffers::new(seq_q.min(Q_BLOCK)), run_head);
-        } else {
-            run_serial(&mut output);
-        }
-    }
-    #[cfg(not(feature = "rayon"))]
-    run_serial(&mut output);
-
-    let shape = burn_std::Shape::from(vec![batch, heads, seq_q, val_dim]);
-    FlexTensor::new(
-        Bytes::from_elems(output),
-        Layout::contiguous(shape),
-        T::dtype(),
-    )
+    let parallel = params.should_parallelize(batch * heads);
+    let scratch = || ScratchBuffers::new(seq_q.min(Q_BLOCK));
+    for_each_head(
+        &mut output,
+        &o_rows,
+        [batch, heads],
+        parallel,
+        scratch,
+        run_head,
+    );
+    o_rows.into_tensor(output, [batch, heads, seq_q, val_dim])
 }
 
 /// Gemm dispatch for flash attention block matmuls.
@@ -595,16 +576,130 @@ struct AttentionParams<T> {
     seq_kv: usize,
     head_dim: usize,
     val_dim: usize,
+    rows: RowStrides,
 }
 
-#[cfg(feature = "rayon")]
+/// Elements between consecutive rows of one head's query, key, value and output (attnzoo's
+/// patch, [`HeadRows`]).
+#[derive(Clone, Copy)]
+struct RowStrides {
+    q: usize,
+    k: usize,
+    v: usize,
+    o: usize,
+}
+
 impl<T> AttentionParams<T> {
     fn should_parallelize(&self, num_heads: usize) -> bool {
         let work = num_heads
             .saturating_mul(self.seq_q)
             .saturating_mul(self.seq_kv)
             .saturating_mul(self.head_dim.saturating_add(self.val_dim));
-        num_heads > 1 && work >= PARALLEL_THRESHOLD
+        cfg!(feature = "rayon") && num_heads > 1 && work >= PARALLEL_THRESHOLD
+    }
+}
+
+/// Where the rows of one `[batch, heads, seq, dim]` operand of attention lie in its storage
+/// (attnzoo's patch). Multi-head attention splits its projections `[batch, seq, heads · dim]`
+/// into heads with a reshape and a swap of axes: a view whose rows are `heads · dim` apart. The
+/// kernels read such rows where they lie (gemm takes any row stride) instead of copying each
+/// operand into contiguous heads, and write the output in the query's order of axes, so that
+/// merging the heads again (`swap_dims(1, 2)` and a reshape) is a view as well.
+#[derive(Clone, Copy)]
+struct HeadRows {
+    offset: usize,
+    batch: usize,
+    head: usize,
+    row: usize,
+}
+
+impl HeadRows {
+    /// `tensor` as it lies when its rows are contiguous and no stride is negative, else a
+    /// contiguous copy; and where its rows are.
+    fn of(tensor: FlexTensor) -> (FlexTensor, Self) {
+        let layout = tensor.layout();
+        assert_eq!(layout.num_dims(), 4, "attention: operands must be 4D");
+        let tensor = if layout.strides()[3] == 1 && layout.has_positive_strides() {
+            tensor
+        } else {
+            tensor.to_contiguous()
+        };
+        let layout = tensor.layout();
+        let strides = layout.strides();
+        let rows = Self {
+            offset: layout.start_offset(),
+            batch: strides[0] as usize,
+            head: strides[1] as usize,
+            row: strides[2] as usize,
+        };
+        (tensor, rows)
+    }
+
+    /// The output's rows, contiguous in the query's order of axes: `[batch, seq_q, heads,
+    /// val_dim]` when the query's heads lie within its rows, else `[batch, heads, seq_q, val_dim]`.
+    fn output_like(query: &Self, heads: usize, seq_q: usize, val_dim: usize) -> Self {
+        let (head, row) = if query.head < query.row {
+            (val_dim, heads * val_dim)
+        } else {
+            (seq_q * val_dim, val_dim)
+        };
+        Self {
+            offset: 0,
+            batch: heads * seq_q * val_dim,
+            head,
+            row,
+        }
+    }
+
+    /// The storage index of the first row of `head` in `batch`.
+    fn start(&self, batch: usize, head: usize) -> usize {
+        self.offset + batch * self.batch + head * self.head
+    }
+
+    /// The output tensor `[batch, heads, seq_q, val_dim]` over `data`, laid out as `self`.
+    fn into_tensor<T: burn_backend::Element + Pod>(
+        self,
+        data: Vec<T>,
+        shape: [usize; 4],
+    ) -> FlexTensor {
+        let strides = [self.batch, self.head, self.row, 1].map(|s| s as isize);
+        FlexTensor::new(
+            Bytes::from_elems(data),
+            Layout::new(burn_std::Shape::from(shape.to_vec()), strides.to_vec(), 0),
+            T::dtype(),
+        )
+    }
+}
+
+/// Runs `run_head(scratch, index, first output row)` for each of the `batch · heads` pairs, on
+/// rayon's threads when `parallel` (each job with its own `scratch()`), else one after another.
+/// `run_head` must write only the rows of its own head.
+fn for_each_head<T, S>(
+    output: &mut [T],
+    rows: &HeadRows,
+    [batch, heads]: [usize; 2],
+    parallel: bool,
+    scratch: impl Fn() -> S + Send + Sync,
+    run_head: impl Fn(&mut S, usize, *mut T) + Send + Sync,
+) {
+    let start = |index: usize| rows.start(index / heads, index % heads);
+    debug_assert!(batch * heads == 0 || start(batch * heads - 1) < output.len());
+    #[cfg(feature = "rayon")]
+    if parallel {
+        use rayon::prelude::*;
+        let output = super::SendMutPtr::new(output.as_mut_ptr());
+        (0..batch * heads)
+            .into_par_iter()
+            .for_each_init(scratch, |s, index| {
+                run_head(s, index, unsafe { output.ptr_add(start(index)) })
+            });
+        return;
+    }
+    let _ = parallel;
+    let mut s = scratch();
+    let output = output.as_mut_ptr();
+    for index in 0..batch * heads {
+        run_head(&mut s, index, unsafe { output.add(start(index)) });
     }
 }
 
@@ -616,21 +711,26 @@ impl<T> AttentionParams<T> {
 ///
 /// The online softmax (scale, mask, bias, exp, correction) is applied
 /// row-by-row between the two gemm calls.
+///
+/// `q`, `k` and `v` start at the head's first row, their rows `p.rows` apart ([`HeadRows`]).
+///
+/// # Safety
+/// `output` must be valid for `p.seq_q` rows of `p.val_dim` elements, `p.rows.o` apart, that no
+/// one else reads or writes meanwhile.
 #[allow(clippy::too_many_arguments)]
-fn flash_attention_head<T: FlashGemm>(
+unsafe fn flash_attention_head<T: FlashGemm>(
     q: &[T],
     k: &[T],
     v: &[T],
-    output: &mut [T],
+    output: *mut T,
     mask: Option<&[u8]>,
     bias: Option<&[T]>,
     p: &AttentionParams<T>,
     scratch: &mut ScratchBuffers<T>,
 ) {
-    debug_assert_eq!(q.len(), p.seq_q * p.head_dim);
-    debug_assert_eq!(k.len(), p.seq_kv * p.head_dim);
-    debug_assert_eq!(v.len(), p.seq_kv * p.val_dim);
-    debug_assert_eq!(output.len(), p.seq_q * p.val_dim);
+    debug_assert!(q.len() >= (p.seq_q - 1) * p.rows.q + p.head_dim);
+    debug_assert!(k.len() >= (p.seq_kv - 1) * p.rows.k + p.head_dim);
+    debug_assert!(v.len() >= (p.seq_kv - 1) * p.rows.v + p.val_dim);
 
     let neg_inf = T::neg_infinity();
     let AttentionParams {
@@ -641,7 +741,11 @@ fn flash_attention_head<T: FlashGemm>(
         seq_kv,
         head_dim,
         val_dim,
+        rows,
     } = *p;
+    // Safety: the caller's contract on `output`.
+    let out_row =
+        |qi: usize| unsafe { core::slice::from_raw_parts_mut(output.add(qi * rows.o), val_dim) };
 
     // Reset scratch buffers for this (batch, head) pair
     let row_max = &mut scratch.row_max;
@@ -669,9 +773,9 @@ fn flash_attention_head<T: FlashGemm>(
         // Step 1: Score matmul via gemm
         // scores[seq_q, tile_kv] = Q[seq_q, head_dim] @ K_tile[tile_kv, head_dim]^T
         //
-        // Q is row-major [seq_q, head_dim]: rs=head_dim, cs=1
-        // K_tile^T: treat K[tile_kv, head_dim] row-major with swapped strides
-        //   K row-major: rs=head_dim, cs=1 -> K^T: rs=1, cs=head_dim
+        // Q's rows are rows.q apart: rs=rows.q, cs=1
+        // K_tile^T: treat K[tile_kv, head_dim] with swapped strides
+        //   K: rs=rows.k, cs=1 -> K^T: rs=1, cs=rows.k
         // scores row-major [seq_q, tile_kv]: rs=tile_kv, cs=1
         unsafe {
             T::block_gemm(BlockGemmArgs {
@@ -682,11 +786,11 @@ fn flash_attention_head<T: FlashGemm>(
                 dst_cs: 1,
                 dst_rs: tile_kv as isize,
                 read_dst: false,
-                lhs: q.as_ptr().add(q_first * head_dim),
+                lhs: q.as_ptr().add(q_first * rows.q),
                 lhs_cs: 1,
-                lhs_rs: head_dim as isize,
-                rhs: k.as_ptr().add(kv_start * head_dim),
-                rhs_cs: head_dim as isize,
+                lhs_rs: rows.q as isize,
+                rhs: k.as_ptr().add(kv_start * rows.k),
+                rhs_cs: rows.k as isize,
                 rhs_rs: 1,
                 alpha: T::zero(),
                 beta: T::one(),
@@ -730,8 +834,7 @@ fn flash_attention_head<T: FlashGemm>(
             };
 
             // Rescale existing output accumulator
-            let out_row = &mut output[qi * val_dim..(qi + 1) * val_dim];
-            for o in out_row.iter_mut() {
+            for o in out_row(qi).iter_mut() {
                 *o = *o * correction;
             }
 
@@ -743,8 +846,8 @@ fn flash_attention_head<T: FlashGemm>(
         // output[seq_q, val_dim] += P[seq_q, tile_kv] @ V_tile[tile_kv, val_dim]
         //
         // P (scores buffer) row-major: rs=tile_kv, cs=1
-        // V_tile row-major [tile_kv, val_dim]: rs=val_dim, cs=1
-        // output row-major [seq_q, val_dim]: rs=val_dim, cs=1
+        // V_tile [tile_kv, val_dim]: rs=rows.v, cs=1
+        // output [seq_q, val_dim]: rs=rows.o, cs=1
         //
         // dst = 1.0 * dst + 1.0 * P @ V  (accumulate)
         unsafe {
@@ -752,16 +855,16 @@ fn flash_attention_head<T: FlashGemm>(
                 m: seq_q - q_first,
                 n: val_dim,
                 k: tile_kv,
-                dst: output.as_mut_ptr().add(q_first * val_dim),
+                dst: output.add(q_first * rows.o),
                 dst_cs: 1,
-                dst_rs: val_dim as isize,
+                dst_rs: rows.o as isize,
                 read_dst: true,
                 lhs: scores.as_ptr().add(q_first * tile_kv),
                 lhs_cs: 1,
                 lhs_rs: tile_kv as isize,
-                rhs: v.as_ptr().add(kv_start * val_dim),
+                rhs: v.as_ptr().add(kv_start * rows.v),
                 rhs_cs: 1,
-                rhs_rs: val_dim as isize,
+                rhs_rs: rows.v as isize,
                 alpha: T::one(),
                 beta: T::one(),
             });
@@ -773,8 +876,7 @@ fn flash_attention_head<T: FlashGemm>(
         let sum = row_sum[qi];
         if sum > T::zero() {
             let inv_sum = T::one() / sum;
-            let out_row = &mut output[qi * val_dim..(qi + 1) * val_dim];
-            for o in out_row.iter_mut() {
+            for o in out_row(qi).iter_mut() {
                 *o = *o * inv_sum;
             }
         }
@@ -822,9 +924,9 @@ where
         assert!(softcap > 0.0, "softcap must be positive, got {softcap}");
     }
 
-    let query = query.to_contiguous();
-    let key = key.to_contiguous();
-    let value = value.to_contiguous();
+    let (query, q_rows) = HeadRows::of(query);
+    let (key, k_rows) = HeadRows::of(key);
+    let (value, v_rows) = HeadRows::of(value);
 
     let q_shape = query.layout().shape();
     let k_shape = key.layout().shape();
@@ -894,14 +996,8 @@ where
         .unwrap_or((0, 0));
 
     let mut output = vec![T::zero(); batch * heads * seq_q * val_dim];
+    let o_rows = HeadRows::output_like(&q_rows, heads, seq_q, val_dim);
 
-    let q_head_stride = seq_q * head_dim;
-    let q_batch_stride = heads * q_head_stride;
-    let k_head_stride = seq_kv * head_dim;
-    let k_batch_stride = kv_heads * k_head_stride;
-    let v_head_stride = seq_kv * val_dim;
-    let v_batch_stride = kv_heads * v_head_stride;
-    let o_head_stride = seq_q * val_dim;
     let mask_tile_len = seq_q * seq_kv;
 
     if output.is_empty() || seq_kv == 0 {
@@ -920,62 +1016,52 @@ where
         seq_kv,
         head_dim,
         val_dim,
+        rows: RowStrides {
+            q: q_rows.row,
+            k: k_rows.row,
+            v: v_rows.row,
+            o: o_rows.row,
+        },
     };
 
-    let run_head = |scores: &mut Vec<T>, (head_idx, o_chunk): (usize, &mut [T])| {
+    // Safety: `o_head` points at this head's first output row; no two heads write one element.
+    let run_head = |scores: &mut Vec<T>, head_idx: usize, o_head: *mut T| {
         let b = head_idx / heads;
         let h = head_idx % heads;
         // Map query head `h` to its shared K/V head (GQA/MQA).
         let kv_h = h / q_per_kv;
-        let q_off = b * q_batch_stride + h * q_head_stride;
-        let k_off = b * k_batch_stride + kv_h * k_head_stride;
-        let v_off = b * v_batch_stride + kv_h * v_head_stride;
+        let q_data = &q_data[q_rows.start(b, h)..];
+        let k_data = &k_data[k_rows.start(b, kv_h)..];
+        let v_data = &v_data[v_rows.start(b, kv_h)..];
         let mask_off = b * mask_batch_step + h * mask_head_step;
         let bias_off = b * bias_batch_step + h * bias_head_step;
 
-        naive_attention_head(
-            &q_data[q_off..q_off + q_head_stride],
-            &k_data[k_off..k_off + k_head_stride],
-            &v_data[v_off..v_off + v_head_stride],
-            o_chunk,
-            scores,
-            &params,
-            (
-                mask_data.map(|m| &m[mask_off..mask_off + mask_tile_len]),
-                bias_data.map(|bd| &bd[bias_off..bias_off + mask_tile_len]),
-            ),
-        );
-    };
-    let run_serial = |output: &mut [T]| {
-        let mut scores = vec![T::zero(); seq_q * seq_kv];
-        for head in output.chunks_exact_mut(o_head_stride).enumerate() {
-            run_head(&mut scores, head);
+        unsafe {
+            naive_attention_head(
+                q_data,
+                k_data,
+                v_data,
+                o_head,
+                scores,
+                &params,
+                (
+                    mask_data.map(|m| &m[mask_off..mask_off + mask_tile_len]),
+                    bias_data.map(|bd| &bd[bias_off..bias_off + mask_tile_len]),
+                ),
+            );
         }
     };
-
-    // Reuse scratch within each Rayon job. GEMMs stay single-threaded to
-    // avoid nested parallelism; small workloads reuse one serial buffer.
-    #[cfg(feature = "rayon")]
-    {
-        if params.should_parallelize(batch * heads) {
-            use rayon::prelude::*;
-            output
-                .par_chunks_exact_mut(o_head_stride)
-                .enumerate()
-                .for_each_init(|| vec![T::zero(); seq_q * seq_kv], run_head);
-        } else {
-            run_serial(&mut output);
-        }
-    }
-    #[cfg(not(feature = "rayon"))]
-    run_serial(&mut output);
-
-    let shape = burn_std::Shape::from(vec![batch, heads, seq_q, val_dim]);
-    FlexTensor::new(
-        Bytes::from_elems(output),
-        Layout::contiguous(shape),
-        T::dtype(),
-    )
+    let parallel = params.should_parallelize(batch * heads);
+    let scratch = || vec![T::zero(); seq_q * seq_kv];
+    for_each_head(
+        &mut output,
+        &o_rows,
+        [batch, heads],
+        parallel,
+        scratch,
+        run_head,
+    );
+    o_rows.into_tensor(output, [batch, heads, seq_q, val_dim])
 }
 
 /// Process a single (batch, head) pair with naive (non-tiled) attention.
@@ -983,11 +1069,17 @@ where
 /// 1. scores[seq_q, seq_kv] = Q @ K^T              (one gemm)
 /// 2. Apply scale/softcap/mask/causal/bias + softmax (per-row)
 /// 3. output[seq_q, val_dim] = scores @ V            (one gemm)
-fn naive_attention_head<T: FlashGemm>(
+///
+/// `q`, `k` and `v` start at the head's first row, their rows `p.rows` apart ([`HeadRows`]).
+///
+/// # Safety
+/// `output` must be valid for `p.seq_q` rows of `p.val_dim` elements, `p.rows.o` apart, that no
+/// one else reads or writes meanwhile.
+unsafe fn naive_attention_head<T: FlashGemm>(
     q: &[T],
     k: &[T],
     v: &[T],
-    output: &mut [T],
+    output: *mut T,
     scores: &mut [T],
     p: &AttentionParams<T>,
     mask_bias: (Option<&[u8]>, Option<&[T]>),
@@ -1002,7 +1094,11 @@ fn naive_attention_head<T: FlashGemm>(
         seq_kv,
         head_dim,
         val_dim,
+        rows,
     } = *p;
+    debug_assert!(q.len() >= (seq_q - 1) * rows.q + head_dim);
+    debug_assert!(k.len() >= (seq_kv - 1) * rows.k + head_dim);
+    debug_assert!(v.len() >= (seq_kv - 1) * rows.v + val_dim);
 
     // scores = Q @ K^T
     unsafe {
@@ -1016,9 +1112,9 @@ fn naive_attention_head<T: FlashGemm>(
             read_dst: false,
             lhs: q.as_ptr(),
             lhs_cs: 1,
-            lhs_rs: head_dim as isize,
+            lhs_rs: rows.q as isize,
             rhs: k.as_ptr(),
-            rhs_cs: head_dim as isize,
+            rhs_cs: rows.k as isize,
             rhs_rs: 1,
             alpha: T::zero(),
             beta: T::one(),
@@ -1057,16 +1153,16 @@ fn naive_attention_head<T: FlashGemm>(
             m: seq_q,
             n: val_dim,
             k: seq_kv,
-            dst: output.as_mut_ptr(),
+            dst: output,
             dst_cs: 1,
-            dst_rs: val_dim as isize,
+            dst_rs: rows.o as isize,
             read_dst: false,
             lhs: scores.as_ptr(),
             lhs_cs: 1,
             lhs_rs: seq_kv as isize,
             rhs: v.as_ptr(),
             rhs_cs: 1,
-            rhs_rs: val_dim as isize,
+            rhs_rs: rows.v as isize,
             alpha: T::zero(),
             beta: T::one(),
         });
@@ -1809,6 +1905,63 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// attnzoo's patch: heads split from `[batch, seq, heads, dim]` by a swap of axes are read
+    /// where they lie, and the output comes back in the same order of axes; both kernels give
+    /// what they give for contiguous heads.
+    #[test]
+    fn test_attention_reads_swapped_heads_in_place() {
+        let (batch, heads, kv_heads, seq_q, seq_kv, head_dim) = (2, 4, 2, 5, 7, 8);
+        let make = |len: usize, seed: usize| -> Vec<f32> {
+            (0..len)
+                .map(|i| ((i.wrapping_mul(37) + seed) % 997) as f32 / 997.0 - 0.5)
+                .collect()
+        };
+        // `[batch, seq, heads, dim]` storage viewed as `[batch, heads, seq, dim]`.
+        let swapped = |data: &[f32], heads: usize, seq: usize| {
+            flex_f32(data.to_vec(), &[batch, seq, heads, head_dim]).transpose(1, 2)
+        };
+        let q = make(batch * seq_q * heads * head_dim, 1);
+        let k = make(batch * seq_kv * kv_heads * head_dim, 19);
+        let v = make(batch * seq_kv * kv_heads * head_dim, 71);
+        let bias = flex_f32(
+            make(batch * heads * seq_q * seq_kv, 53),
+            &[batch, heads, seq_q, seq_kv],
+        );
+        let options = AttentionModuleOptions {
+            is_causal: true,
+            ..Default::default()
+        };
+        for run in [super::attention_flash, super::attention_naive] {
+            let (q, k, v) = (
+                swapped(&q, heads, seq_q),
+                swapped(&k, kv_heads, seq_kv),
+                swapped(&v, kv_heads, seq_kv),
+            );
+            let expected = run(
+                q.to_contiguous(),
+                k.to_contiguous(),
+                v.to_contiguous(),
+                None,
+                Some(bias.clone()),
+                options,
+            );
+            let out = run(q, k, v, None, Some(bias.clone()), options);
+            assert_eq!(
+                out.layout().shape(),
+                &Shape::new([batch, heads, seq_q, head_dim])
+            );
+            assert!(
+                out.transpose(1, 2).is_contiguous(),
+                "merging the heads is a view"
+            );
+            assert_attention_outputs_close(
+                out.to_contiguous().storage(),
+                expected.storage(),
+                "swapped heads vs contiguous heads",
+            );
         }
     }
 

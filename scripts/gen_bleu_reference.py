@@ -66,6 +66,8 @@ add("empty hypotheses", ["", "the cat", ""], ["a dog runs.", "the cat sleeps.", 
 add("identical", refs[:20], refs[:20])
 add("tokenisation: punctuation, numbers, entities", ["It costs 1,000.50$ -- e-mail me (now)!", "A&amp;B &lt;tag&gt; 3-4"],
     ["It costs 1,000.50 $ - e-mail me (now) !", "A&B <tag> 3 - 4"])
+add("nothing in common", ["a b c d e f"], ["u v w x y z"])
+add("an empty reference", ["the cat sleeps", "Der Hund."], ["the cat sleeps", ""])
 
 out = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "bleu" / "cases.json"
 out.write_text(json.dumps({"sacrebleu": sacrebleu.__version__, "cases": cases}, indent=1, ensure_ascii=False) + "\n")

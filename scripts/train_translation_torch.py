@@ -70,14 +70,22 @@ MASK64 = (1 << 64) - 1
 
 
 # ---- text: attnzoo's word splitter, subwords and detokenizer (src/translation/vocab.rs) ----
+DIGITS = "0123456789"
+
+
 def tokenize(sentence):
-    """Words (letters, digits, inner ' ’ -) and single punctuation marks, as attnzoo's `tokenize`.
-    Python's isalnum/isspace stand for Rust's char::is_alphanumeric/is_whitespace; they agree
-    on every character of the corpus (they differ on a few rare marks such as U+0345)."""
+    """Words (letters, digits, inner ' ’ -, and . , : inside a number) and single punctuation
+    marks, as attnzoo's `tokenize`. Python's isalnum/isspace stand for Rust's
+    char::is_alphanumeric/is_whitespace; they agree on every character of the corpus (they differ
+    on a few rare marks such as U+0345)."""
     tokens, word = [], []
     n = len(sentence)
     for i, c in enumerate(sentence):
-        joins = c in "'’-" and word and i + 1 < n and sentence[i + 1].isalnum()
+        following = sentence[i + 1] if i + 1 < n else ""
+        joins = bool(word) and (
+            (c in "'’-" and following.isalnum())
+            or (c in ".,:" and word[-1] in DIGITS and following != "" and following in DIGITS)
+        )
         if c.isalnum() or joins:
             word.append(c)
             continue

@@ -14,9 +14,11 @@ use crate::home_cache;
 use crate::padding::padded;
 use crate::parallel;
 
-/// Where `scripts/fetch-minilm.sh` puts the model unless told otherwise.
+/// Where `scripts/fetch-minilm.sh` puts the model unless told otherwise (an empty
+/// `ATTNZOO_MINILM_DIR` is unset, as in the script).
 pub fn default_model_dir() -> PathBuf {
     std::env::var_os("ATTNZOO_MINILM_DIR")
+        .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| home_cache().join("all-MiniLM-L6-v2"))
 }

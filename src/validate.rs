@@ -170,6 +170,20 @@ pub fn queue_length(value: usize) -> Result<usize, String> {
     })
 }
 
+/// The longest n-gram the no-repeat rule takes (longer than any translation).
+pub const MAX_NGRAM: usize = 1000;
+
+/// An n-gram length for the no-repeat rule: 0 (no rule) to [`MAX_NGRAM`].
+pub fn ngram(value: usize) -> Result<usize, String> {
+    if value <= MAX_NGRAM {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value} is not an n-gram length in 0–{MAX_NGRAM} (0: no rule)"
+        ))
+    }
+}
+
 /// A beam size: 1 (greedy) to [`MAX_BEAM`].
 pub fn beam_size(value: usize) -> Result<usize, String> {
     one_to(value, MAX_BEAM, |v| {
@@ -202,6 +216,7 @@ mod tests {
         assert!(width(0).is_err() && width(MAX_WIDTH).is_ok() && width(MAX_WIDTH + 1).is_err());
         assert!(layers(0).is_err() && layers(MAX_LAYERS).is_ok() && layers(4_000_000_000).is_err());
         assert!(beam_size(0).is_err() && beam_size(MAX_BEAM).is_ok());
+        assert!(ngram(0).is_ok() && ngram(MAX_NGRAM).is_ok() && ngram(MAX_NGRAM + 1).is_err());
         assert!(queue_length(0).is_err() && queue_length(MAX_QUEUE + 1).is_err());
         assert!(timeout_seconds(0.0).is_err() && timeout_seconds(3600.0).is_ok());
         assert!(timeout_seconds(1e-12).is_err() && timeout_seconds(0.1).is_ok());

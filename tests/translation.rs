@@ -62,6 +62,14 @@ fn attention_agrees_on_every_backend(checkpoint: &Path, model: &str) {
         let attention = translator.attend(sentence, &config).unwrap();
         let translation = translator.translate(&[sentence], &config).unwrap();
         assert_eq!(attention.translation, translation[0]);
+        // A translation as long as the model allows still fits the teacher-forced pass.
+        let long = vec!["Katze"; 45].join(" ");
+        let unbounded = DecodeConfig {
+            max_len_ratio: 100.0,
+            ..DecodeConfig::default()
+        };
+        let attention_long = translator.attend(&long, &unbounded).unwrap();
+        assert!(attention_long.target.len() <= translator.checkpoint().max_output_len());
         let (s, t) = (attention.source.len(), attention.target.len());
         assert_eq!(attention.decoder_inputs.len(), t);
         assert_eq!(attention.decoder_inputs[0], "<bos>");
@@ -107,6 +115,21 @@ fn attention_agrees_on_every_backend(checkpoint: &Path, model: &str) {
             }
         }
     }
+}
+
+#[test]
+fn more_dictionary_entries_per_epoch_than_the_lexicon_holds_are_refused() {
+    let tmp = workdir();
+    let dir = tmp.path();
+    write_corpus(&dir.join("corpus"));
+    let (code, _, stderr) = train(dir, "rnn", "1", &["--lexicon", "100000000"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("lexicon_per_epoch: 100000000 is more than the")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(!dir.join("rnn").exists(), "a refused run writes nothing");
 }
 
 #[test]

@@ -56,6 +56,21 @@ pub fn queue_length(text: &str) -> Result<usize, String> {
     validate::queue_length(number(text)?)
 }
 
+/// A count, 0 or more.
+pub fn count(text: &str) -> Result<usize, String> {
+    number(text)
+}
+
+/// A seed, any `u64`.
+pub fn seed(text: &str) -> Result<u64, String> {
+    number(text)
+}
+
+/// An n-gram length for the no-repeat rule, 0 (no rule) to [`validate::MAX_NGRAM`].
+pub fn ngram(text: &str) -> Result<usize, String> {
+    validate::ngram(number(text)?)
+}
+
 /// A count of at least 1.
 pub fn at_least_one(text: &str) -> Result<usize, String> {
     validate::at_least_one(number(text)?)

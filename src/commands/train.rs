@@ -52,20 +52,20 @@ pub struct Args {
     #[arg(long, default_value_t = TrainConfig::new().teacher_forcing, value_parser = parse::probability, allow_hyphen_values = true)]
     teacher_forcing: f64,
     /// Linear warmup steps before the 1/√step decay
-    #[arg(long, default_value_t = TrainConfig::new().warmup_steps, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainConfig::new().warmup_steps, value_parser = parse::count, allow_negative_numbers = true)]
     warmup_steps: usize,
     /// Label smoothing, in [0, 1) [default: 0.3 for the Transformer, 0.1 for the RNN]
     #[arg(long, value_parser = parse::fraction_below_one_f32, allow_hyphen_values = true)]
     label_smoothing: Option<f32>,
     /// Split words into subwords: a byte-pair-encoding vocabulary of this many tokens per
     /// language (0: whole words, those seen at least twice)
-    #[arg(long, default_value_t = TrainConfig::new().bpe_vocab, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainConfig::new().bpe_vocab, value_parser = parse::count, allow_negative_numbers = true)]
     bpe: usize,
     /// Dictionary word and phrase pairs mixed into each epoch's sentences (0: sentences only)
-    #[arg(long, default_value_t = TrainConfig::new().lexicon_per_epoch, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainConfig::new().lexicon_per_epoch, value_parser = parse::count, allow_negative_numbers = true)]
     lexicon: usize,
     /// Seed of weights, data order and teacher forcing
-    #[arg(long, default_value_t = TrainConfig::new().seed, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainConfig::new().seed, value_parser = parse::seed, allow_negative_numbers = true)]
     seed: u64,
     /// Train on the first N training pairs only (quick checks)
     #[arg(long, value_parser = parse::at_least_one, allow_negative_numbers = true)]

@@ -24,7 +24,7 @@ pub struct DecodeArgs {
     #[arg(long, default_value_t = DecodeConfig::default().max_len_ratio, value_parser = parse::length_ratio, allow_hyphen_values = true)]
     pub max_len_ratio: f64,
     /// Never produce an n-gram of this many target tokens twice (0: allow repeats)
-    #[arg(long, default_value_t = DecodeConfig::default().no_repeat_ngram, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = DecodeConfig::default().no_repeat_ngram, value_parser = parse::ngram, allow_negative_numbers = true)]
     pub no_repeat_ngram: usize,
 }
 

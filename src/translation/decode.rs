@@ -92,10 +92,12 @@ impl DecodeConfig {
     }
 
     /// Checks every number: a ratio in (0, [`validate::MAX_LENGTH_RATIO`]], a beam of 1 to
-    /// [`validate::MAX_BEAM`], |α| ≤ [`validate::MAX_ALPHA`], 1 ≤ n-best ≤ beam.
+    /// [`validate::MAX_BEAM`], |α| ≤ [`validate::MAX_ALPHA`], 1 ≤ n-best ≤ beam, an n-gram of at
+    /// most [`validate::MAX_NGRAM`].
     pub fn validate(&self) -> Result<()> {
         let check = || -> Result<(), String> {
             validate::field("max_len_ratio", self.max_len_ratio, validate::length_ratio)?;
+            validate::field("no_repeat_ngram", self.no_repeat_ngram, validate::ngram)?;
             if let Search::Beam {
                 size,
                 alpha,

@@ -82,11 +82,13 @@ pub fn corpus_bleu(hypotheses: &[String], references: &[String]) -> Result<Bleu>
         .iter()
         .map(|h| tokenizer.tokenize(h).len())
         .collect();
+    // As sacreBLEU: no n-gram in common at all scores 0, its precisions unsmoothed.
+    let matched = stats.precisions.iter().any(|&precision| precision > 0.0);
     let mut smooth = 1.0;
     let mut precisions = Vec::with_capacity(MAX_ORDER);
     for (order, &precision) in stats.precisions.iter().enumerate() {
         let total: usize = lengths.iter().map(|len| len.saturating_sub(order)).sum();
-        precisions.push(if total == 0 {
+        precisions.push(if total == 0 || !matched {
             0.0
         } else if precision > 0.0 {
             100.0 * precision
@@ -152,7 +154,11 @@ pub fn corpus_chrf(hypotheses: &[String], references: &[String]) -> Result<f64> 
                 char_ngrams(&hypothesis, order + 1),
                 char_ngrams(&reference, order + 1),
             );
-            stat[0] += hyp.values().sum::<usize>();
+            // As sacreBLEU: a reference without n-grams of this order counts none of the
+            // hypothesis's either.
+            if !refs.is_empty() {
+                stat[0] += hyp.values().sum::<usize>();
+            }
             stat[1] += refs.values().sum::<usize>();
             stat[2] += hyp
                 .iter()
@@ -201,7 +207,7 @@ mod tests {
                 .collect()
         };
         let cases = fixture["cases"].as_array().unwrap();
-        assert_eq!(cases.len(), 8);
+        assert_eq!(cases.len(), 10);
         for case in cases {
             let name = case["name"].as_str().unwrap();
             let (hypotheses, references) =

@@ -318,6 +318,14 @@ pub fn train(
         0 => Vec::new(),
         _ => read_lexicon(&corpus)?,
     };
+    if config.lexicon_per_epoch > lexicon_pairs.len() {
+        return Err(Error::Input(format!(
+            "lexicon_per_epoch: {} is more than the {} entries of {}",
+            config.lexicon_per_epoch,
+            lexicon_pairs.len(),
+            corpus.join(LEXICON).display()
+        )));
+    }
     // The corpus folder's dictionary, read once: a new run's copy rule and lexicon table need it.
     let untrained = resumed
         .as_ref()

@@ -164,7 +164,9 @@ impl Translator {
                 "nothing to translate: the sentence is empty".into(),
             ));
         }
-        let model_limit = self.checkpoint.max_output_len().min(MAX_HEATMAP_TOKENS);
+        // The pass below feeds `<bos>` and every produced token: one position more than the
+        // translation has tokens, so a translation cut at the model's limit leaves room for it.
+        let model_limit = (self.checkpoint.max_output_len() - 1).min(MAX_HEATMAP_TOKENS);
         let hypotheses = decode(
             &self.model,
             std::slice::from_ref(&source),

@@ -54,16 +54,23 @@ fn specials() -> Vec<String> {
         .collect()
 }
 
-/// Splits a sentence into words (letters, digits and inner apostrophes or hyphens) and single
-/// punctuation marks.
+/// Splits a sentence into words (letters, digits, inner apostrophes or hyphens, and the points,
+/// commas and colons inside a number: "3,50", "8:30") and single punctuation marks.
 pub fn tokenize(sentence: &str) -> Vec<String> {
     let mut tokens = Vec::new();
     let mut word = String::new();
     let chars: Vec<char> = sentence.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
-        let joins = matches!(c, '\'' | '’' | '-')
-            && !word.is_empty()
-            && chars.get(i + 1).is_some_and(|next| next.is_alphanumeric());
+        let next = chars.get(i + 1);
+        let joins = !word.is_empty()
+            && match c {
+                '\'' | '’' | '-' => next.is_some_and(|next| next.is_alphanumeric()),
+                '.' | ',' | ':' => {
+                    word.ends_with(|last: char| last.is_ascii_digit())
+                        && next.is_some_and(char::is_ascii_digit)
+                }
+                _ => false,
+            };
         if c.is_alphanumeric() || joins {
             word.push(c);
             continue;
@@ -318,6 +325,22 @@ mod tests {
         assert_eq!(
             detokenize(&tokens),
             "I’ve met Hans-Peter, haven't I? „Ja“ (sehr) gut!"
+        );
+    }
+
+    #[test]
+    fn numbers_keep_their_points_commas_and_colons() {
+        let tokens = tokenize("Um 8:30 kostet es 3,50 oder 1.000 Euro, nicht 3, 4. 5.");
+        assert_eq!(
+            tokens,
+            [
+                "Um", "8:30", "kostet", "es", "3,50", "oder", "1.000", "Euro", ",", "nicht", "3",
+                ",", "4", ".", "5", "."
+            ]
+        );
+        assert_eq!(
+            detokenize(&tokens),
+            "Um 8:30 kostet es 3,50 oder 1.000 Euro, nicht 3, 4. 5."
         );
     }
 

@@ -166,7 +166,8 @@ impl Translator {
         }
         // The pass below feeds `<bos>` and every produced token: one position more than the
         // translation has tokens, so a translation cut at the model's limit leaves room for it.
-        let model_limit = (self.checkpoint.max_output_len() - 1).min(MAX_HEATMAP_TOKENS);
+        let model_limit =
+            (self.checkpoint.max_output_len().saturating_sub(1)).min(MAX_HEATMAP_TOKENS);
         let hypotheses = decode(
             &self.model,
             std::slice::from_ref(&source),

@@ -118,21 +118,6 @@ fn attention_agrees_on_every_backend(checkpoint: &Path, model: &str) {
 }
 
 #[test]
-fn more_dictionary_entries_per_epoch_than_the_lexicon_holds_are_refused() {
-    let tmp = workdir();
-    let dir = tmp.path();
-    write_corpus(&dir.join("corpus"));
-    let (code, _, stderr) = train(dir, "rnn", "1", &["--lexicon", "100000000"]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("lexicon_per_epoch: 100000000 is more than the")
-            && stderr.lines().count() == 1,
-        "{stderr}"
-    );
-    assert!(!dir.join("rnn").exists(), "a refused run writes nothing");
-}
-
-#[test]
 fn train_resume_translate_and_eval_then_decode_on_every_backend() {
     let tmp = workdir();
     let dir = tmp.path();
@@ -295,6 +280,15 @@ fn damaged_or_mismatched_checkpoints_and_missing_data_are_one_line_errors() {
     let tmp = workdir();
     let dir = tmp.path();
     write_corpus(&dir.join("corpus"));
+    // More dictionary entries per epoch than the lexicon holds: refused before anything is written.
+    let (code, _, stderr) = train(dir, "rnn", "1", &["--lexicon", "100000000"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("lexicon_per_epoch: 100000000 is more than the")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(!dir.join("rnn").exists(), "a refused run writes nothing");
     // Whole words, so that a word taken out of vocab.json changes the vocabulary's size.
     let (code, _, stderr) = train(dir, "rnn", "1", &["--bpe", "0"]);
     assert_eq!(code, 0, "{stderr}");

@@ -477,8 +477,9 @@ def step_limit(source_len, max_len, ratio=2.0):
 
 
 @torch.no_grad()
-def greedy(model, sources, max_len, vocab_size):
-    """attnzoo's batched greedy search (batches of 64; <pad> <bos> <unk> never produced)."""
+def greedy(model, sources, max_len, vocab_size, slots=range(0)):
+    """attnzoo's batched greedy search (batches of 64; <pad> <bos> <unk> never produced; no copy
+    slot among `slots` more often than in its source)."""
     banned = torch.zeros(vocab_size)
     banned[[PAD, BOS, UNK]] = -1e9
     outputs = []
@@ -492,8 +493,12 @@ def greedy(model, sources, max_len, vocab_size):
         out, done = [[] for _ in rows], [False] * len(rows)
         tokens = torch.full((len(rows), 1), BOS, dtype=torch.long)
         for t in range(max(limits)):
-            logits = model.decode(memory, pad, tokens, caches, offset=t)[:, -1]
-            nxt = (logits + banned).argmax(-1)
+            logits = model.decode(memory, pad, tokens, caches, offset=t)[:, -1] + banned
+            for r, (source, produced) in enumerate(zip(rows, out)):
+                for slot in slots:
+                    if produced.count(slot) >= source.count(slot):
+                        logits[r, slot] = -1e9
+            nxt = logits.argmax(-1)
             for r, token in enumerate(nxt.tolist()):
                 if not done[r]:
                     if token == EOS or len(out[r]) >= limits[r]:
@@ -513,7 +518,8 @@ def translate(model, vocab_in, vocab_out, rule, sentences, max_len, limit):
     marks = [rule.mark(s) if rule else (tokenize(s), []) for s in sentences]
     sources = [vocab_in.encode(words)[:max_len] for words, _ in marks]
     wanted = [i for i, s in enumerate(sources) if s]
-    ids = greedy(model, [sources[i] for i in wanted], limit, len(vocab_out))
+    slots = range(4, 4 + SLOTS) if vocab_out.has_slots() else range(0)
+    ids = greedy(model, [sources[i] for i in wanted], limit, len(vocab_out), slots)
     result = [""] * len(sentences)
     for i, out in zip(wanted, ids):
         result[i] = vocab_out.decode(out, marks[i][1])

@@ -5,7 +5,11 @@
 //! The one length rule: a translation of `|X|` source tokens ends at `<eos>` or after
 //! `⌈ratio · |X|⌉ + 5` tokens, and never after the model's own limit (a Transformer's position
 //! table). The one repetition rule, both searches: no n-gram of target tokens occurs twice
-//! (n = [`DecodeConfig::no_repeat_ngram`]; fairseq's `--no-repeat-ngram-size`).
+//! (n = [`DecodeConfig::no_repeat_ngram`]; fairseq's `--no-repeat-ngram-size`). And a copy slot
+//! (`translation::copy`) stands for one word of the source: a translation has each slot at most as
+//! often as its source, so a name or number is neither invented nor said twice.
+
+use std::ops::Range;
 
 use attnzoo_models::seq2seq::Seq2Seq;
 use burn::tensor::activation::log_softmax;
@@ -160,34 +164,50 @@ fn repeating(ids: &[usize], n: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Added to `logits` (one row per hypothesis in `prefixes`): −10⁹ on each token that would
-/// repeat an `n`-gram of its row's prefix.
+/// The copy slots `ids` may not have more of: each slot among `slots` that it holds as often as
+/// `source` does.
+fn spent_slots<'a>(
+    ids: &'a [usize],
+    source: &'a [usize],
+    slots: &Range<usize>,
+) -> impl Iterator<Item = usize> + 'a {
+    let count = |tokens: &[usize], slot: usize| tokens.iter().filter(|&&id| id == slot).count();
+    slots
+        .clone()
+        .filter(move |&slot| count(ids, slot) >= count(source, slot))
+}
+
+/// Added to `logits` (one row per hypothesis: its prefix and its source): −10⁹ on each token that
+/// would repeat an `n`-gram of the prefix, and on each copy slot among `slots` that the prefix
+/// holds as often as the source.
 fn without_repeats<'a>(
     logits: Tensor<2>,
-    prefixes: impl Iterator<Item = &'a [usize]>,
+    rows: impl Iterator<Item = (&'a [usize], &'a [usize])>,
     n: usize,
+    slots: &Range<usize>,
 ) -> Tensor<2> {
-    if n == 0 {
+    if n == 0 && slots.is_empty() {
         return logits;
     }
-    let [rows, vocab] = logits.dims();
-    let banned: Vec<usize> = prefixes
+    let [rows_count, vocab] = logits.dims();
+    let banned: Vec<usize> = rows
         .enumerate()
-        .flat_map(|(row, prefix)| {
+        .flat_map(|(row, (prefix, source))| {
             repeating(prefix, n)
                 .into_iter()
+                .chain(spent_slots(prefix, source, slots))
                 .map(move |token| row * vocab + token)
         })
         .collect();
     if banned.is_empty() {
         return logits;
     }
-    let mut bias = vec![0.0f32; rows * vocab];
+    let mut bias = vec![0.0f32; rows_count * vocab];
     for index in banned {
         bias[index] = -1e9;
     }
     let device = logits.device();
-    logits + Tensor::from_data(TensorData::new(bias, [rows, vocab]), &device)
+    logits + Tensor::from_data(TensorData::new(bias, [rows_count, vocab]), &device)
 }
 
 fn ids_tensor(ids: &[usize], device: &Device) -> Tensor<1, Int> {
@@ -204,12 +224,13 @@ fn values<T: Element>(data: TensorData) -> Result<Vec<T>> {
 }
 
 /// Greedy decoding of `rows` at once, row `r` stopping after `limits[r]` tokens, no `no_repeat`-gram
-/// twice.
+/// twice, no copy slot more often than in its source.
 fn greedy_rows(
     model: &Seq2Seq,
     rows: &[Vec<usize>],
     limits: &[usize],
     no_repeat: usize,
+    slots: &Range<usize>,
     device: &Device,
 ) -> Result<Vec<Hypothesis>> {
     let (source, padding) = padded(rows, PAD_ID, device);
@@ -221,8 +242,12 @@ fn greedy_rows(
     for _ in 0..limits.iter().copied().max().unwrap_or(0) {
         let logits = without_repeats(
             decoder.step(tokens)? + banned.clone(),
-            outputs.iter().map(|output| output.ids.as_slice()),
+            outputs
+                .iter()
+                .zip(rows)
+                .map(|(output, source)| (output.ids.as_slice(), source.as_slice())),
             no_repeat,
+            slots,
         );
         let (best, next) = log_softmax(logits, 1).max_dim_with_indices(1);
         let (best, next) = (
@@ -255,13 +280,15 @@ fn greedy_rows(
 
 /// Translations (as target ids) of every source: for each, the `n_best` best hypotheses, best
 /// first (greedy search: its one). A source of `|X|` tokens gets at most
-/// [`DecodeConfig::output_limit`]`(|X|, model_limit)` tokens. Greedy search runs 64 sources at a
-/// time, beam search 16, the groups at once where `parallel` says so.
+/// [`DecodeConfig::output_limit`]`(|X|, model_limit)` tokens; `slots` are the copy slots' ids
+/// (`Vocab::slots`, the same in source and target; empty without them). Greedy search runs 64
+/// sources at a time, beam search 16, the groups at once where `parallel` says so.
 pub fn decode(
     model: &Seq2Seq,
     sources: &[Vec<usize>],
     config: &DecodeConfig,
     model_limit: usize,
+    slots: Range<usize>,
     device: &Device,
 ) -> Result<Vec<Vec<Hypothesis>>> {
     config.validate()?;
@@ -274,8 +301,8 @@ pub fn decode(
     let translate = |chunk: &[Vec<usize>]| -> Result<Vec<Vec<Hypothesis>>> {
         match config.search {
             Search::Greedy => {
-                let best =
-                    greedy_rows(model, chunk, &limits(chunk), config.no_repeat_ngram, device)?;
+                let no_repeat = config.no_repeat_ngram;
+                let best = greedy_rows(model, chunk, &limits(chunk), no_repeat, &slots, device)?;
                 Ok(best
                     .into_iter()
                     .map(|hypothesis| vec![hypothesis])
@@ -292,7 +319,7 @@ pub fn decode(
                     n_best,
                     no_repeat: config.no_repeat_ngram,
                 };
-                beam_search(model, chunk, &limits(chunk), beam, device)
+                beam_search(model, chunk, &limits(chunk), beam, &slots, device)
             }
         }
     };
@@ -418,6 +445,7 @@ fn beam_search(
     sources: &[Vec<usize>],
     limits: &[usize],
     config: BeamConfig,
+    slots: &Range<usize>,
     device: &Device,
 ) -> Result<Vec<Vec<Hypothesis>>> {
     if sources.is_empty() {
@@ -428,19 +456,24 @@ fn beam_search(
     let banned = never_produced(model, device);
     let mut beams: Vec<Beam> = limits.iter().map(|&limit| Beam::new(limit)).collect();
     for t in 0.. {
+        // Each alive hypothesis with its source.
         let alive = || {
             beams
                 .iter()
-                .filter(|beam| !beam.done)
-                .flat_map(|beam| &beam.alive)
-                .map(|(ids, _)| ids.as_slice())
+                .zip(sources)
+                .filter(|(beam, _)| !beam.done)
+                .flat_map(|(beam, source)| {
+                    beam.alive
+                        .iter()
+                        .map(move |(ids, _)| (ids.as_slice(), source.as_slice()))
+                })
         };
         let last: Vec<usize> = alive()
-            .map(|ids| ids.last().copied().unwrap_or(BOS_ID))
+            .map(|(ids, _)| ids.last().copied().unwrap_or(BOS_ID))
             .collect();
         let logits = decoder.step(ids_tensor(&last, device))?;
         let vocab = logits.dims()[1];
-        let logits = without_repeats(logits + banned.clone(), alive(), config.no_repeat);
+        let logits = without_repeats(logits + banned.clone(), alive(), config.no_repeat, slots);
         let log_probs = values::<f32>(log_softmax(logits, 1).into_data())?;
         let (mut row, mut parents) = (0, Vec::new());
         for beam in beams.iter_mut().filter(|beam| !beam.done) {
@@ -506,11 +539,18 @@ mod tests {
             no_repeat_ngram: 0,
         };
         for model in models(&device, 256, 7) {
-            let together = decode(&model, &sources, &config, 50, &device).unwrap();
+            let together = decode(&model, &sources, &config, 50, 0..0, &device).unwrap();
             assert_eq!(together.len(), sources.len());
             for (source, together) in sources.iter().zip(together) {
-                let alone =
-                    decode(&model, std::slice::from_ref(source), &config, 50, &device).unwrap();
+                let alone = decode(
+                    &model,
+                    std::slice::from_ref(source),
+                    &config,
+                    50,
+                    0..0,
+                    &device,
+                )
+                .unwrap();
                 assert_eq!(together.len(), 2, "n-best");
                 for (a, b) in together.iter().zip(&alone[0]) {
                     assert_eq!(a.ids, b.ids);
@@ -533,7 +573,7 @@ mod tests {
                     max_len_ratio: ratio,
                     ..DecodeConfig::default()
                 };
-                let decoded = best(decode(&model, &sources, &config, 200, &device).unwrap());
+                let decoded = best(decode(&model, &sources, &config, 200, 0..0, &device).unwrap());
                 for (source, output) in sources.iter().zip(&decoded) {
                     let limit = config.output_limit(source.len(), 200);
                     assert!(output.len() <= limit, "ratio {ratio}: {output:?}");
@@ -559,7 +599,7 @@ mod tests {
                 ..DecodeConfig::beam(3)
             },
         ] {
-            let outputs = decode(&transformer, &sources, &config, 8, &device).unwrap();
+            let outputs = decode(&transformer, &sources, &config, 8, 0..0, &device).unwrap();
             assert!(outputs[0][0].ids.len() <= 8, "{outputs:?}");
         }
     }
@@ -572,6 +612,22 @@ mod tests {
         assert_eq!(repeating(&ids, 2), vec![5, 5]);
         assert_eq!(repeating(&[4, 5, 6, 4, 5], 3), vec![6]);
         assert_eq!(repeating(&[4, 5], 3), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_copy_slot_is_spent_once_produced_as_often_as_its_source_has_it() {
+        // Source: slot 4 twice, 5 and 9 once. Prefix: slot 4 twice, 7 once.
+        let (source, prefix) = ([4, 9, 4, 5], [4, 7, 4]);
+        let spent: Vec<usize> = spent_slots(&prefix, &source, &(4..12)).collect();
+        assert_eq!(spent, [4, 6, 7, 8, 10, 11]);
+        assert_eq!(spent_slots(&prefix, &source, &(4..4)).count(), 0);
+        // As a bias on one row of logits: −10⁹ exactly on the spent slots.
+        let device = Default::default();
+        let logits = Tensor::<2>::zeros([1, 14], &device);
+        let rows = std::iter::once((&prefix[..], &source[..]));
+        let biased = values::<f32>(without_repeats(logits, rows, 0, &(4..12)).into_data()).unwrap();
+        let banned: Vec<usize> = (0..14).filter(|&id| biased[id] < -1e8).collect();
+        assert_eq!(banned, spent);
     }
 
     /// Whether some `n`-gram occurs twice in `ids`.
@@ -596,7 +652,7 @@ mod tests {
                 no_repeat_ngram: 0,
             };
             let decoded = |model: &Seq2Seq, config: &DecodeConfig| {
-                best(decode(model, &sources, config, 256, &device).unwrap())
+                best(decode(model, &sources, config, 256, 0..0, &device).unwrap())
             };
             for kind in 0..2 {
                 // An untrained model that repeats itself without the rule (most seeds do; the

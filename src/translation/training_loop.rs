@@ -331,6 +331,7 @@ pub fn run_epochs(
             &ids,
             &DecodeConfig::default(),
             checkpoint.max_output_len(),
+            checkpoint.vocab.target.slots(),
             device,
         )?;
         let hypotheses: Vec<String> = best(translations)

@@ -122,6 +122,7 @@ impl Translator {
             &picked,
             config,
             self.checkpoint.max_output_len(),
+            self.checkpoint.vocab.target.slots(),
             &self.device,
         )?;
         let mut translations = vec![String::new(); sentences.len()];
@@ -173,6 +174,7 @@ impl Translator {
             std::slice::from_ref(&source),
             config,
             model_limit,
+            self.checkpoint.vocab.target.slots(),
             &self.device,
         )?;
         let ids = best(hypotheses).remove(0);

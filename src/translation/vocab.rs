@@ -5,6 +5,7 @@
 //! the [`CONTINUATION`] prefix, so decoding glues them back.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
@@ -227,6 +228,14 @@ impl Vocab {
     /// Whether the vocabulary has the copy slots.
     pub fn has_slots(&self) -> bool {
         self.ids.contains_key(&slot_token(1))
+    }
+
+    /// The copy slots' ids (right after the four specials), empty when the vocabulary has none.
+    pub fn slots(&self) -> Range<usize> {
+        match self.has_slots() {
+            true => 4..4 + SLOTS,
+            false => 4..4,
+        }
     }
 
     /// Ids of a sentence's words (unknown ones are [`UNK_ID`]).

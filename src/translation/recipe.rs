@@ -314,25 +314,27 @@ pub fn train(
             )));
         }
     }
-    let lexicon_pairs = match config.lexicon_per_epoch {
-        0 => Vec::new(),
-        _ => read_lexicon(&corpus)?,
-    };
-    if config.lexicon_per_epoch > lexicon_pairs.len() {
-        return Err(Error::Input(format!(
-            "lexicon_per_epoch: {} is more than the {} entries of {}",
-            config.lexicon_per_epoch,
-            lexicon_pairs.len(),
-            corpus.join(LEXICON).display()
-        )));
-    }
-    // The corpus folder's dictionary, read once: a new run's copy rule and lexicon table need it.
+    // The corpus folder's dictionary, read once: the epochs mix it in (`--lexicon`), and a new
+    // run's copy rule and lexicon table need it.
+    let mixes_lexicon = config.lexicon_per_epoch > 0;
     let untrained = resumed
         .as_ref()
         .is_none_or(|checkpoint| checkpoint.state.weights.is_empty());
-    let dictionary = match untrained && corpus.join(LEXICON).exists() {
+    let dictionary = match mixes_lexicon || (untrained && corpus.join(LEXICON).exists()) {
         true => read_lexicon(&corpus)?,
         false => Vec::new(),
+    };
+    if config.lexicon_per_epoch > dictionary.len() {
+        return Err(Error::Input(format!(
+            "lexicon_per_epoch: {} is more than the {} entries of {}",
+            config.lexicon_per_epoch,
+            dictionary.len(),
+            corpus.join(LEXICON).display()
+        )));
+    }
+    let lexicon_pairs: &[Pair] = match mixes_lexicon {
+        true => &dictionary,
+        false => &[],
     };
     let mut checkpoint = match resumed {
         Some(checkpoint) => {
@@ -345,7 +347,7 @@ pub fn train(
             checkpoint
         }
         None => {
-            let vocab = build_vocabularies(train_pairs, &lexicon_pairs, &dictionary, &config)?;
+            let vocab = build_vocabularies(train_pairs, lexicon_pairs, &dictionary, &config)?;
             let model = spec.model_config(vocab.source.len(), vocab.target.len());
             let checkpoint = Checkpoint::create(out, model, config, vocab)?;
             let vocab = &checkpoint.vocab;
@@ -367,7 +369,7 @@ pub fn train(
     let vocab = &checkpoint.vocab;
     let data = Data {
         train: examples(train_pairs, vocab, max_len),
-        lexicon: examples(&lexicon_pairs, vocab, max_len),
+        lexicon: examples(lexicon_pairs, vocab, max_len),
         valid: examples(&valid_pairs, vocab, max_len),
         valid_sources: valid_pairs
             .iter()

@@ -230,11 +230,13 @@ impl Vocab {
         self.ids.contains_key(&slot_token(1))
     }
 
-    /// The copy slots' ids (right after the four specials), empty when the vocabulary has none.
+    /// The copy slots' ids (right after the specials, [`UNK_ID`] last), empty when the vocabulary
+    /// has none.
     pub fn slots(&self) -> Range<usize> {
+        let first = UNK_ID + 1;
         match self.has_slots() {
-            true => 4..4 + SLOTS,
-            false => 4..4,
+            true => first..first + SLOTS,
+            false => first..first,
         }
     }
 

@@ -14,6 +14,14 @@ tutorial's, built with num_layers=1 and the given hidden size; attnzoo's counter
 
     attnzoo train --out /tmp/bench --train-limit 2048 --epochs 1 --hidden 256   (its tok/s)
 
+That tutorial's model does less work than attnzoo's Bahdanau RNN: its score is one linear layer
+over [s; h] (no W1, W2, tanh), its encoder reads the padding and sums the two directions, and its
+attention masks nothing. `--model attnzoo` times attnzoo's own architecture instead
+(models/src/seq2seq/rnn.rs, `--model rnn --attention bahdanau`), written as a PyTorch user would:
+a packed bidirectional nn.LSTM, the memory W_m [->h; <-h] and first state tanh(W_b [->h_last;
+<-h_first]), Bahdanau et al.'s v^T tanh(W1 s_{t-1} + W2 h) with padding masked, an nn.LSTMCell
+fed [E y_{t-1}; c_t], dropout 0.2 on embeddings and before the output layer.
+
 For the Transformer recipe end to end (attnzoo's exact subword ids, batches and schedule, then
 test BLEU after a time budget), see scripts/train_translation_torch.py.
 """
@@ -32,6 +40,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--pairs", type=int, default=2048)
 parser.add_argument("--hidden", type=int, default=256)
 parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--model", choices=["tutorial", "attnzoo"], default="tutorial")
 args = parser.parse_args()
 torch.set_num_threads(args.threads)
 torch.manual_seed(42)
@@ -106,6 +115,44 @@ class Seq2SeqWithAttention(nn.Module):
 
 
 # ---- the same data, tokenised like attnzoo ----
+class AttnzooBahdanau(nn.Module):
+    """attnzoo's `--model rnn --attention bahdanau` (see the module docstring)."""
+
+    def __init__(self, input_size, output_size, hidden_size, dropout=0.2):
+        super().__init__()
+        h = hidden_size
+        self.source_embedding = nn.Embedding(input_size, h)
+        self.target_embedding = nn.Embedding(output_size, h)
+        self.encoder = nn.LSTM(h, h, batch_first=True, bidirectional=True)
+        self.memory = nn.Linear(2 * h, h)
+        self.bridge = nn.Linear(2 * h, h)
+        self.w1, self.w2, self.v = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, 1)
+        self.decoder = nn.LSTMCell(2 * h, h)
+        self.out = nn.Linear(h, output_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, source, target):
+        padding = source == PAD
+        lengths = (~padding).sum(1).cpu()
+        embedded = self.dropout(self.source_embedding(source))
+        packed = nn.utils.rnn.pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
+        states, (last, _) = self.encoder(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=source.size(1))
+        state = torch.tanh(self.bridge(torch.cat([last[0], last[1]], 1)))
+        cell = torch.zeros_like(state)
+        memory = self.memory(states)
+        keys = self.w2(memory)
+        outputs = []
+        for t in range(target.size(1)):
+            embedded = self.dropout(self.target_embedding(target[:, t]))
+            scores = self.v(torch.tanh(self.w1(state).unsqueeze(1) + keys)).squeeze(2)
+            weights = F.softmax(scores.masked_fill(padding, float("-inf")), dim=1)
+            context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)
+            state, cell = self.decoder(torch.cat([embedded, context], 1), (state, cell))
+            outputs.append(self.out(self.dropout(state)))
+        return torch.stack(outputs, 1)
+
+
 def tokenize(s):
     return re.findall(r"\w(?:[\w]|['’-](?=\w))*|[^\w\s]", s)
 
@@ -137,7 +184,8 @@ def tensors(batch):
     return src, tin, tout, sum(len(t) + 1 for _, t in batch)
 
 
-model = Seq2SeqWithAttention(len(src_vocab) + 4, len(tgt_vocab) + 4, args.hidden, num_layers=1)
+sizes = (len(src_vocab) + 4, len(tgt_vocab) + 4, args.hidden)
+model = Seq2SeqWithAttention(*sizes, num_layers=1) if args.model == "tutorial" else AttnzooBahdanau(*sizes)
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=0.1)
 model.train()
@@ -152,5 +200,5 @@ for batch in batches:
     optimizer.step()
     tokens += n
 elapsed = time.perf_counter() - start
-print(f"PyTorch {torch.__version__}, {args.threads} threads, {len(pairs)} pairs, hidden {args.hidden}, "
+print(f"PyTorch {torch.__version__}, {args.model} model, {args.threads} threads, {len(pairs)} pairs, hidden {args.hidden}, "
       f"vocab {len(src_vocab) + 4}/{len(tgt_vocab) + 4}: {tokens / elapsed:.0f} target tok/s ({elapsed:.1f} s)")

@@ -183,8 +183,10 @@ impl RnnSeq2Seq {
                     .expand([batch, len, width]),
             )
         };
-        let forward = self.encoder_forward.forward(embedded.clone());
-        let backward = self.encoder_backward.forward(flip(embedded, width));
+        let [forward, backward] = Lstm::forward_pair(
+            [&self.encoder_forward, &self.encoder_backward],
+            [embedded.clone(), flip(embedded, width)],
+        );
         let backward = flip(backward, hidden);
         let last = (lengths - 1)
             .clamp_min(0)

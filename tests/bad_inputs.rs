@@ -592,7 +592,15 @@ fn files_streams_and_folders_are_checked() {
         ),
         case("data|fetch|--cache|{dir}/file/cache", 2, "file"),
         case("check|--backend|ndarray|--device|gpu", 2, "ndarray"),
+        // `demo --fresh` deletes the run in OUT/model, and nothing that is not a run.
+        case(
+            "demo|--fresh|--backend|ndarray|--out|{dir}/mine",
+            2,
+            "no attnzoo run",
+        ),
     ];
+    std::fs::create_dir_all(fixture.dir.join("mine/model")).unwrap();
+    std::fs::write(fixture.dir.join("mine/model/notes.txt"), "mine").unwrap();
     if !cfg!(feature = "tch") {
         cases.push(case("check|--backend|tch", 2, "--features tch"));
     }
@@ -623,6 +631,7 @@ fn files_streams_and_folders_are_checked() {
         ));
     }
     check_all(&fixture, &cases);
+    assert!(fixture.dir.join("mine/model/notes.txt").is_file());
     let long_map = image_size(&fixture.dir.join("long/attention.png"));
     assert!(long_map.0 * long_map.1 < 4_000_000, "{long_map:?}");
 }
@@ -783,7 +792,8 @@ fn epochs_done(out: &Path) -> usize {
 fn a_second_run_on_a_folder_in_training_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus");
-    let out = tmp.path().join("run");
+    // Where `demo --out run` keeps its model: `demo --fresh` must not delete it from under the run.
+    let out = tmp.path().join("run").join("model");
     write_corpus(&corpus);
     let mut first = Command::new(env!("CARGO_BIN_EXE_attnzoo"))
         .args(train_args(&corpus, &out, 10_000))
@@ -792,9 +802,20 @@ fn a_second_run_on_a_folder_in_training_is_refused() {
         .spawn()
         .unwrap();
     wait_for_text(&out.join("lock"));
-    for extra in [&[][..], &["--resume"][..]] {
-        let mut args = train_args(&corpus, &out, 3);
-        args.extend(extra.iter().map(|s| s.to_string()));
+    let run_dir = tmp.path().join("run");
+    let demo_fresh = [
+        "demo",
+        "--fresh",
+        "--backend",
+        "ndarray",
+        "--out",
+        run_dir.to_str().unwrap(),
+    ];
+    for args in [
+        train_args(&corpus, &out, 3),
+        [train_args(&corpus, &out, 3), vec!["--resume".into()]].concat(),
+        demo_fresh.map(String::from).to_vec(),
+    ] {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, _, stderr) = common::attnzoo(&args, b"");
         assert_eq!(code, 2, "{stderr}");
@@ -804,6 +825,10 @@ fn a_second_run_on_a_folder_in_training_is_refused() {
                 && stderr.contains(out.to_str().unwrap())
                 && stderr.contains(&first.id().to_string()),
             "{stderr}"
+        );
+        assert!(
+            out.join("model.json").is_file(),
+            "{args:?} left the run in place"
         );
     }
     first.kill().unwrap();

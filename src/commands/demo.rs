@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use attnzoo::home_cache;
 use attnzoo::translation::corpus::{self, everyday, find_corpus, read_split, Pair, Split};
 use attnzoo::translation::metrics::corpus_chrf;
@@ -45,15 +45,14 @@ const BEAM: usize = 5;
 pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
     let (backend, device) = args.device.open()?;
+    let dir = args.out.join("model");
+    if args.fresh {
+        Checkpoint::discard(&dir)?;
+    }
     let cache = home_cache();
     if find_corpus(&cache).is_err() {
         attnzoo::note!("fetching the German–English corpus (Debian's trans-de-en, GPL-2+) …");
         corpus::fetch(Some(cache.clone()))?;
-    }
-    let dir = args.out.join("model");
-    if args.fresh && dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .with_context(|| format!("cannot remove {}", dir.display()))?;
     }
     let trained_before = if Checkpoint::is_trained(&dir) {
         Checkpoint::open(&dir)?.state.seconds

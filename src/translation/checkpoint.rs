@@ -321,6 +321,27 @@ impl Checkpoint {
         dir.join("state.json").is_file()
     }
 
+    /// Deletes the run in `dir` so that a new one can start there (`attnzoo demo --fresh`).
+    /// Refused while another run holds the folder's lock, and for a folder that holds files but
+    /// no run (no `model.json`): nothing but a run is ever deleted.
+    pub fn discard(dir: &Path) -> Result<()> {
+        if !dir.exists() {
+            return Ok(());
+        }
+        let holds_files = fs::read_dir(dir)
+            .map_err(|error| Error::Input(format!("{}: {error}", dir.display())))?
+            .flatten()
+            .any(|entry| entry.file_name() != "lock");
+        if holds_files && !Self::exists(dir) {
+            return Err(Error::Input(format!(
+                "{} holds files but no attnzoo run (no model.json): not deleting them; choose another --out",
+                dir.display()
+            )));
+        }
+        let _lock = lock(dir)?;
+        fs::remove_dir_all(dir).map_err(|error| Error::write(dir, error))
+    }
+
     /// Starts a new run in `dir` (created if needed; a run there that never finished an epoch
     /// is replaced), checking the configs before anything is written, and locks it for training.
     pub fn create(
@@ -687,6 +708,33 @@ mod tests {
     use attnzoo_models::seq2seq::RnnSeq2SeqConfig;
     use burn::optim::{AdamConfig, GradientsParams};
     use burn::tensor::Tensor;
+
+    #[test]
+    fn discarding_deletes_a_run_but_never_other_files_or_a_run_in_use() {
+        let tmp = tempfile::tempdir().unwrap();
+        let foreign = tmp.path().join("photos");
+        fs::create_dir_all(&foreign).unwrap();
+        fs::write(foreign.join("cat.jpg"), b"meow").unwrap();
+        let error = Checkpoint::discard(&foreign).unwrap_err().to_string();
+        assert!(error.contains("no attnzoo run"), "{error}");
+        assert!(foreign.join("cat.jpg").is_file());
+        assert!(
+            !foreign.join("lock").exists(),
+            "not even a lock file is left there"
+        );
+
+        let run = tmp.path().join("run");
+        fs::create_dir_all(&run).unwrap();
+        fs::write(run.join("model.json"), b"{}").unwrap();
+        let held = lock(&run).unwrap();
+        let error = Checkpoint::discard(&run).unwrap_err().to_string();
+        assert!(error.contains("in use by another training run"), "{error}");
+        assert!(run.join("model.json").is_file());
+        drop(held);
+        Checkpoint::discard(&run).unwrap();
+        assert!(!run.exists());
+        Checkpoint::discard(&run).unwrap();
+    }
 
     fn examples() -> Vec<Example> {
         vec![

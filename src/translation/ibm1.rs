@@ -1,7 +1,9 @@
 //! The lexicon `p_lex(e | f)` of a lexically biased translator ([`LexicalBias`], Arthur et al.
 //! 2016), estimated as they do by IBM Model 1 (Brown et al. 1993, "The Mathematics of
-//! Statistical Machine Translation") over token ids: the training sentences and the
-//! dictionary's word and phrase pairs, each target ending in `<eos>`, each source with a NULL
+//! Statistical Machine Translation") over token ids: the training sentences, each target ending
+//! in `<eos>`, and the dictionary's word and phrase pairs, which end in nothing (a word does not
+//! end its translation: with `<eos>` after every entry, IBM Model 1 gave each dictionary word
+//! about half its mass on `<eos>`, and the bias cut translations short), each source with a NULL
 //! token that takes what no word explains. Expectation–maximisation from uniform:
 //!
 //! `c(e, f) += t(e | f) / (t(e | NULL) + Σ_{f' ∈ source} t(e | f'))` for every target `e`,
@@ -9,15 +11,13 @@
 //!
 //! [`LexicalBias`]: attnzoo_models::seq2seq::LexicalBias
 
-use super::vocab::EOS_ID;
-
 /// EM passes; Model 1's likelihood has one maximum and changes little after five.
 pub const ITERATIONS: usize = 5;
 
 /// `t(e | f)` for every source token `f < source_vocab` and target token `e < target_vocab`,
-/// row-major `[source_vocab, target_vocab]`, from `(source, target)` id sequences without
-/// specials: each row a distribution, or zeros for a token that no pair holds. Ids at or past a
-/// vocabulary's size are ignored.
+/// row-major `[source_vocab, target_vocab]`, from `(source, target)` id sequences (a sentence's
+/// target with its `<eos>`, a dictionary entry's without): each row a distribution, or zeros for
+/// a token that no pair holds. Ids at or past a vocabulary's size are ignored.
 pub fn translation_table<'a>(
     pairs: impl IntoIterator<Item = (&'a [usize], &'a [usize])>,
     source_vocab: usize,
@@ -33,11 +33,17 @@ pub fn translation_table<'a>(
     let sentences: Vec<(Vec<usize>, Vec<usize>)> = pairs
         .into_iter()
         .map(|(source, target)| {
-            let source = source.iter().copied();
-            let target = target.iter().copied().chain([EOS_ID]);
             (
-                source.filter(|&f| f < source_vocab).collect(),
-                target.filter(|&e| e < target_vocab).collect(),
+                source
+                    .iter()
+                    .copied()
+                    .filter(|&f| f < source_vocab)
+                    .collect(),
+                target
+                    .iter()
+                    .copied()
+                    .filter(|&e| e < target_vocab)
+                    .collect(),
             )
         })
         .collect();
@@ -97,14 +103,30 @@ mod tests {
     }
 
     #[test]
-    fn the_end_of_a_sentence_is_a_target_like_any_other() {
-        let pair: (&[usize], &[usize]) = (&[4], &[5]);
-        let table = translation_table([pair], 6, 6, 5);
-        // One source word: it explains both "5" and "<eos>" (with NULL), half each.
-        let row = &table[4 * 6..5 * 6];
+    fn a_dictionary_entry_without_an_end_keeps_its_word_off_the_end() {
+        use crate::translation::vocab::EOS_ID;
+        // The sentence "4 6" / "5 6 <eos>" (6 a full stop), and the entry "4" / "5" given
+        // without and with an <eos>.
+        let table = |entry: &[usize]| {
+            translation_table(
+                [(&[4, 6][..], &[5, 6, EOS_ID][..]), (&[4], entry)],
+                7,
+                7,
+                20,
+            )
+        };
+        let (without, with) = (table(&[5]), table(&[5, EOS_ID]));
+        let t = |table: &[f32], f: usize, e: usize| table[f * 7 + e];
+        // Without: 4 → 5 (0.75) and the full stop ends the sentence (0.5 on <eos>).
         assert!(
-            (row[5] - 0.5).abs() < 1e-5 && (row[EOS_ID] - 0.5).abs() < 1e-5,
-            "{row:?}"
+            t(&without, 4, 5) > 0.7 && t(&without, 4, EOS_ID) < 0.2,
+            "{without:?}"
+        );
+        assert!(t(&without, 6, EOS_ID) > 0.4, "{without:?}");
+        // With: the word takes half its mass for <eos>, and the end from the full stop.
+        assert!(
+            t(&with, 4, EOS_ID) > 0.4 && t(&with, 6, EOS_ID) < 0.1,
+            "{with:?}"
         );
     }
 }

@@ -15,7 +15,7 @@ use super::corpus::{find_corpus, read_lexicon, read_split, Pair, Split, LEXICON}
 use super::ibm1;
 use super::train_config::TrainConfig;
 use super::training_loop::{run_epochs, Data};
-use super::vocab::Vocab;
+use super::vocab::{Vocab, EOS_ID};
 use crate::error::{Error, Result};
 use crate::home_cache;
 use crate::validate;
@@ -239,11 +239,21 @@ fn lexicon_table(
             &read[..]
         }
     };
+    let sentences: Vec<Vec<usize>> = data
+        .train
+        .iter()
+        .map(|pair| pair.target.iter().copied().chain([EOS_ID]).collect())
+        .collect();
     let p_lex = ibm1::translation_table(
         data.train
             .iter()
-            .chain(entries)
-            .map(|pair| (&pair.source[..], &pair.target[..])),
+            .zip(&sentences)
+            .map(|(pair, target)| (&pair.source[..], &target[..]))
+            .chain(
+                entries
+                    .iter()
+                    .map(|pair| (&pair.source[..], &pair.target[..])),
+            ),
         vocab.source.len(),
         vocab.target.len(),
         ibm1::ITERATIONS,

@@ -329,7 +329,7 @@ impl Checkpoint {
             return Ok(());
         }
         let holds_files = fs::read_dir(dir)
-            .map_err(|error| Error::Input(format!("{}: {error}", dir.display())))?
+            .map_err(|error| Error::read(dir, error))?
             .flatten()
             .any(|entry| entry.file_name() != "lock");
         if holds_files && !Self::exists(dir) {

@@ -70,7 +70,7 @@ impl Lstm {
     }
 
     /// One step from the input projection `W_x x_t + b` (`[B, 4H]`).
-    fn step_projected(&self, projected: Tensor<2>, state: LstmState) -> LstmState {
+    pub fn step_projected(&self, projected: Tensor<2>, state: LstmState) -> LstmState {
         let (hidden, cell) = gated(projected + self.hidden.forward(state.hidden), state.cell);
         LstmState { hidden, cell }
     }

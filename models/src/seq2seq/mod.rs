@@ -165,17 +165,12 @@ impl Seq2Seq {
         match self {
             Seq2Seq::Transformer(model) => model.attention(source, source_padding, target_in),
             Seq2Seq::Rnn(model) => {
-                let [batch, len] = target_in.dims();
                 let mut state = model.encode(source, source_padding);
-                let mut steps = Vec::with_capacity(len);
-                for t in 0..len {
-                    let tokens = target_in.clone().narrow(1, t, 1).reshape([batch]);
-                    steps.extend(model.step_features(&mut state, tokens)?.1);
-                }
-                let cross = if steps.is_empty() {
+                let cross = if target_in.dims()[1] == 0 {
                     Vec::new()
                 } else {
-                    vec![Tensor::stack::<3>(steps, 1).unsqueeze_dim(1)]
+                    let (_, weights) = model.decode_given(&mut state, target_in)?;
+                    weights.map(|w| w.unsqueeze_dim(1)).into_iter().collect()
                 };
                 Ok(Seq2SeqAttention {
                     encoder: Vec::new(),
@@ -208,10 +203,8 @@ impl Seq2Seq {
                 let gold_at = |t: usize| target_in.clone().narrow(1, t, 1).reshape([batch]);
                 if use_gold[..len].iter().all(|&gold| gold) {
                     // Every input is known: run the steps, then W_o once over [B, T, H].
-                    let features = (0..len)
-                        .map(|t| Ok(model.step_features(state, gold_at(t))?.0))
-                        .collect::<Result<Vec<_>, AttnError>>()?;
-                    return Ok(model.project(Tensor::stack(features, 1)));
+                    let (features, _) = model.decode_given(state, target_in)?;
+                    return Ok(model.project(features));
                 }
                 let mut logits: Vec<Tensor<2>> = Vec::with_capacity(len);
                 for (t, &gold) in use_gold.iter().enumerate().take(len) {

@@ -13,6 +13,9 @@
 //!   `s_t = LSTM([E y_{t-1}; h̃_{t-1}], s_{t-1})` (input feeding), `c_t = Attn(s_t, h̄)`,
 //!   `h̃_t = tanh(W_c [c_t; s_t])`, `p_t = softmax(W_o h̃_t)`.
 //!
+//! The decoder LSTM's input projection splits, `W_x [E y; c] = W_x[E y] E y + W_x[c] c`: with
+//! the tokens given (teacher forcing) their half is one product for all steps.
+//!
 //! Shapes: `source [B, S]`, `source_padding [B, S]` (`true` = padding), `target_in [B, T]`
 //! (`<bos> y_1 … y_{T-1}`) → logits `[B, T, V]`; one step: tokens `[B]` → logits `[B, V]`,
 //! weights `[B, S]`.
@@ -20,6 +23,7 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::tensor::module::linear;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::lstm::{Lstm, LstmConfig, LstmState};
@@ -81,6 +85,15 @@ pub enum DecoderAttention {
     Bahdanau(Alignment),
     /// Luong: scored with the current state `s_t`, the context combined by `W_c`.
     Luong(LuongAttention),
+}
+
+/// The decoder LSTM's input weights `W_x` `[E (+ H), 4H]`, split by what they read.
+struct InputWeights {
+    /// `W_x[E y]` `[E, 4H]`: the embedded previous token.
+    token: Tensor<2>,
+    /// `W_x[c]` `[H, 4H]`: what the attention feeds (Bahdanau's `c_t`, Luong's `h̃_{t-1}`);
+    /// none without attention.
+    fed: Option<Tensor<2>>,
 }
 
 /// Luong's attention with its combination layer.
@@ -241,10 +254,72 @@ impl RnnSeq2Seq {
         state: &mut RnnState,
         tokens: Tensor<1, Int>,
     ) -> Result<(Tensor<2>, Option<Tensor<2>>), AttnError> {
-        let embedded = self
-            .dropout
-            .forward(self.target_embedding.forward(tokens.unsqueeze_dim(1)))
-            .squeeze_dim::<2>(1);
+        let weights = self.input_weights();
+        let projected = self.embed_projected(tokens.unsqueeze_dim(1), &weights);
+        self.step_projected(state, projected.squeeze_dim(1), &weights)
+    }
+
+    /// Every decoder step fed the given tokens (teacher forcing): `target_in [B, T]`, `T ≥ 1` →
+    /// the features `W_o` reads `[B, T, H]` and the attention weights `[B, T, S]`. The numbers of
+    /// [`step_features`](Self::step_features) at each step, with the tokens' share of the LSTM's
+    /// input projection computed for all steps at once.
+    pub fn decode_given(
+        &self,
+        state: &mut RnnState,
+        target_in: Tensor<2, Int>,
+    ) -> Result<(Tensor<3>, Option<Tensor<3>>), AttnError> {
+        let len = target_in.dims()[1];
+        ensure!(len >= 1, "the decoder needs at least one input token");
+        let weights = self.input_weights();
+        let projected = self.embed_projected(target_in, &weights);
+        let (mut features, mut attention) = (Vec::with_capacity(len), Vec::with_capacity(len));
+        for t in 0..len {
+            let step = projected.clone().narrow(1, t, 1).squeeze_dim(1);
+            let (top, step_attention) = self.step_projected(state, step, &weights)?;
+            features.push(top);
+            attention.extend(step_attention);
+        }
+        let attention = (!attention.is_empty()).then(|| Tensor::stack(attention, 1));
+        Ok((Tensor::stack(features, 1), attention))
+    }
+
+    /// The decoder LSTM's `W_x` split once per call (a split inside the step loop would cost
+    /// training a full-size gradient per step).
+    fn input_weights(&self) -> InputWeights {
+        let weight = self.decoder.input.weight.val();
+        let [d_input, _] = weight.dims();
+        let embedding_dim = self.target_embedding.weight.dims()[1];
+        InputWeights {
+            token: weight.clone().narrow(0, 0, embedding_dim),
+            fed: (d_input > embedding_dim)
+                .then(|| weight.narrow(0, embedding_dim, d_input - embedding_dim)),
+        }
+    }
+
+    /// The previous tokens' share of the decoder LSTM's input projection, `W_x[E y] E y + b`
+    /// after embedding dropout: `tokens [B, T]` → `[B, T, 4H]`.
+    fn embed_projected(&self, tokens: Tensor<2, Int>, weights: &InputWeights) -> Tensor<3> {
+        let embedded = self.dropout.forward(self.target_embedding.forward(tokens));
+        let bias = self.decoder.input.bias.as_ref().map(|b| b.val());
+        linear(embedded, weights.token.clone(), bias)
+    }
+
+    /// One decoder step from the previous token's share of the LSTM's input projection
+    /// ([`embed_projected`](Self::embed_projected), `[B, 4H]`); the attention's share, of
+    /// `c_t` or `h̃_{t-1}`, is added here.
+    fn step_projected(
+        &self,
+        state: &mut RnnState,
+        projected: Tensor<2>,
+        weights: &InputWeights,
+    ) -> Result<(Tensor<2>, Option<Tensor<2>>), AttnError> {
+        let fed = |x: Tensor<2>| {
+            let weight = weights
+                .fed
+                .clone()
+                .expect("an attention decoder's input has its part");
+            projected.clone() + x.matmul(weight)
+        };
         let attend = |alignment: &Alignment, query: Tensor<2>, state: &RnnState| {
             alignment.step_with_keys(
                 query,
@@ -254,14 +329,14 @@ impl RnnSeq2Seq {
             )
         };
         match &self.attention {
-            None => Ok((self.lstm_step(state, embedded), None)),
+            None => Ok((self.lstm_step(state, projected), None)),
             Some(DecoderAttention::Bahdanau(alignment)) => {
                 let aligned = attend(alignment, state.lstm.hidden.clone(), state)?;
-                let top = self.lstm_step(state, Tensor::cat(vec![embedded, aligned.context], 1));
+                let top = self.lstm_step(state, fed(aligned.context));
                 Ok((top, Some(aligned.weights)))
             }
             Some(DecoderAttention::Luong(luong)) => {
-                let top = self.lstm_step(state, Tensor::cat(vec![embedded, state.feed.clone()], 1));
+                let top = self.lstm_step(state, fed(state.feed.clone()));
                 let aligned = attend(&luong.alignment, top.clone(), state)?;
                 let attentional = luong
                     .combine
@@ -273,9 +348,80 @@ impl RnnSeq2Seq {
         }
     }
 
-    /// Runs the decoder LSTM one step on `input [B, ·]`, returning `s_t [B, H]`.
-    fn lstm_step(&self, state: &mut RnnState, input: Tensor<2>) -> Tensor<2> {
-        state.lstm = self.decoder.step(input, state.lstm.clone());
+    /// Runs the decoder LSTM one step on its input projection `[B, 4H]`, returning `s_t [B, H]`.
+    fn lstm_step(&self, state: &mut RnnState, projected: Tensor<2>) -> Tensor<2> {
+        state.lstm = self.decoder.step_projected(projected, state.lstm.clone());
         state.lstm.hidden.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Distribution, Tolerance};
+
+    #[test]
+    fn the_split_input_weights_give_the_whole_projection() {
+        let device = Device::default();
+        let model = RnnSeq2SeqConfig::new(11, 13)
+            .with_embedding_dim(6)
+            .with_hidden_dim(4)
+            .try_init(&device)
+            .unwrap();
+        let weights = model.input_weights();
+        let [token, fed] = [[3, 6], [3, 4]]
+            .map(|shape| Tensor::<2>::random(shape, Distribution::Default, &device));
+        let bias = model.decoder.input.bias.as_ref().map(|b| b.val());
+        let split =
+            linear(token.clone(), weights.token, bias) + fed.clone().matmul(weights.fed.unwrap());
+        let whole = model
+            .decoder
+            .input
+            .forward(Tensor::cat(vec![token, fed], 1));
+        split
+            .into_data()
+            .assert_approx_eq::<f32>(&whole.into_data(), Tolerance::absolute(1e-6));
+    }
+
+    #[test]
+    fn every_step_at_once_gives_the_numbers_of_one_step_at_a_time() {
+        let device = Device::default();
+        let scores = [
+            None,
+            Some(AlignmentScore::Additive),
+            Some(AlignmentScore::General),
+            Some(AlignmentScore::Location { max_source_len: 5 }),
+        ];
+        for attention in scores {
+            let model = RnnSeq2SeqConfig::new(11, 13)
+                .with_embedding_dim(6)
+                .with_hidden_dim(4)
+                .with_attention(attention)
+                .try_init(&device)
+                .unwrap();
+            let source =
+                Tensor::<2, Int>::random([2, 5], Distribution::Uniform(0.0, 11.0), &device);
+            let padding = Tensor::<2, Bool>::from_bool(
+                [[false; 5], [false, false, false, true, true]],
+                &device,
+            );
+            let target =
+                Tensor::<2, Int>::random([2, 3], Distribution::Uniform(0.0, 13.0), &device);
+            let mut state = model.encode(source.clone(), padding.clone());
+            let (features, weights) = model.decode_given(&mut state, target.clone()).unwrap();
+            let mut state = model.encode(source, padding);
+            for t in 0..3 {
+                let tokens = target.clone().narrow(1, t, 1).squeeze_dim(1);
+                let (step, step_weights) = model.step_features(&mut state, tokens).unwrap();
+                let at = |x: Tensor<3>| x.narrow(1, t, 1).squeeze_dim::<2>(1).into_data();
+                let close = Tolerance::absolute(1e-6);
+                step.into_data()
+                    .assert_approx_eq::<f32>(&at(features.clone()), close);
+                assert_eq!(step_weights.is_some(), attention.is_some());
+                if let (Some(step), Some(all)) = (step_weights, weights.clone()) {
+                    step.into_data().assert_approx_eq::<f32>(&at(all), close);
+                }
+            }
+        }
     }
 }

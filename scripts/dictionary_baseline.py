@@ -9,16 +9,18 @@ first single-word lexicon entry for it, compared lowercased, with a leading "to 
 words the lexicon lacks are kept. CORPUS_DIR defaults to the newest fetched corpus. The same
 rule in Rust is `DictionaryLookup` (src/translation/lookup.rs), which `attnzoo demo` prints.
 """
+import argparse
 import glob
 import os
 import re
-import sys
 
 import sacrebleu
 
 
 def main():
-    corpus = sys.argv[1] if len(sys.argv) > 1 else sorted(
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpus", nargs="?", help="the fetched corpus (default: the newest)")
+    corpus = parser.parse_args().corpus or sorted(
         glob.glob(os.path.expanduser("~/.cache/attnzoo/trans-de-en-*")))[-1]
     lexicon = {}
     with open(os.path.join(corpus, "lexicon.tsv"), encoding="utf-8") as lines:

@@ -313,12 +313,11 @@ impl RnnSeq2Seq {
         projected: Tensor<2>,
         weights: &InputWeights,
     ) -> Result<(Tensor<2>, Option<Tensor<2>>), AttnError> {
-        let fed = |x: Tensor<2>| {
-            let weight = weights
-                .fed
-                .clone()
-                .expect("an attention decoder's input has its part");
-            projected.clone() + x.matmul(weight)
+        let fed = |x: Tensor<2>| match &weights.fed {
+            Some(weight) => Ok(projected.clone() + x.matmul(weight.clone())),
+            None => Err(AttnError::new(
+                "the decoder LSTM's input has no room for the attention's context",
+            )),
         };
         let attend = |alignment: &Alignment, query: Tensor<2>, state: &RnnState| {
             alignment.step_with_keys(
@@ -332,11 +331,11 @@ impl RnnSeq2Seq {
             None => Ok((self.lstm_step(state, projected), None)),
             Some(DecoderAttention::Bahdanau(alignment)) => {
                 let aligned = attend(alignment, state.lstm.hidden.clone(), state)?;
-                let top = self.lstm_step(state, fed(aligned.context));
+                let top = self.lstm_step(state, fed(aligned.context)?);
                 Ok((top, Some(aligned.weights)))
             }
             Some(DecoderAttention::Luong(luong)) => {
-                let top = self.lstm_step(state, fed(state.feed.clone()));
+                let top = self.lstm_step(state, fed(state.feed.clone())?);
                 let aligned = attend(&luong.alignment, top.clone(), state)?;
                 let attentional = luong
                     .combine

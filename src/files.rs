@@ -64,10 +64,17 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Removes the leftovers of interrupted writes (names containing [`PARTIAL`]) in `dir`.
-pub fn remove_partial_files(dir: &Path) {
+/// The file that `name` is an interrupted [`write_atomically`] of (`<file>.partial.<pid>`).
+pub fn partial_of(name: &str) -> Option<&str> {
+    let (file, pid) = name.rsplit_once(PARTIAL)?;
+    let pid = pid.strip_prefix('.')?;
+    (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then_some(file)
+}
+
+/// Removes the leftovers of interrupted writes in `dir` of the files that `owned` accepts.
+pub fn remove_partial_files(dir: &Path, owned: impl Fn(&str) -> bool) {
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.file_name().to_string_lossy().contains(PARTIAL) {
+        if partial_of(&entry.file_name().to_string_lossy()).is_some_and(&owned) {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -76,6 +83,20 @@ pub fn remove_partial_files(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partial_file_is_named_after_its_file_and_a_process() {
+        assert_eq!(partial_of("state.json.partial.123"), Some("state.json"));
+        for name in [
+            "state.json",
+            "my.partial.notes",
+            "a.partial.",
+            "a.partial.12x",
+            "a.partial",
+        ] {
+            assert_eq!(partial_of(name), None, "{name}");
+        }
+    }
 
     #[test]
     fn lines_keep_empty_sentences_and_reject_bad_utf8() {

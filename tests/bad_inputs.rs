@@ -596,7 +596,7 @@ fn files_streams_and_folders_are_checked() {
         case(
             "demo|--fresh|--backend|ndarray|--out|{dir}/mine",
             2,
-            "no attnzoo run",
+            "not an attnzoo run's file",
         ),
     ];
     std::fs::create_dir_all(fixture.dir.join("mine/model")).unwrap();

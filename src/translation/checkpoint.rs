@@ -11,6 +11,8 @@
 //! - one training run at a time: training holds an advisory lock on the folder's `lock` file
 //!   (released by the operating system when the process ends, however it ends);
 //! - a folder whose run stopped before its first epoch (configs, no `state.json`) starts afresh;
+//! - a run writes, replaces and deletes only its own files ([`is_run_file`]): a new run or
+//!   `demo --fresh` refuses a folder that holds anything else;
 //! - what is read back is checked: configs in range (one line naming the field), vocabularies
 //!   without duplicates and of the model's sizes, configs, weights and optimizer state those
 //!   `state.json` recorded (by checksum), the files it names inside the folder, weights finite.
@@ -39,7 +41,7 @@ use super::train_config::TrainConfig;
 use super::train_state::{param_ids, with_param_ids, TrainState};
 use super::vocab::{tokenize, Vocab};
 use crate::error::{Error, Result};
-use crate::files::{remove_partial_files, write_atomically};
+use crate::files::{partial_of, remove_partial_files, write_atomically};
 use crate::validate;
 
 /// The best epoch's weights, kept beside the last epoch's once they differ.
@@ -48,6 +50,55 @@ pub const BEST_WEIGHTS: &str = "weights-best.safetensors";
 /// The files written once when a run starts; `state.json` records their checksums too, so an
 /// edited config or another run's vocabulary is noticed.
 const CONFIG_FILES: [&str; 3] = ["model.json", "train.json", "vocab.json"];
+
+/// Whether `name` is a file that a run writes in its folder: the configs, `state.json`, `lock`,
+/// `weights-epoch-N.safetensors`, [`BEST_WEIGHTS`], `adam-epoch-N.bpk`, or an interrupted write
+/// of one of them.
+pub fn is_run_file(name: &str) -> bool {
+    let name = partial_of(name).unwrap_or(name);
+    let numbered = |prefix: &str, suffix: &str| {
+        name.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix(suffix))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    CONFIG_FILES.contains(&name)
+        || ["state.json", "lock", BEST_WEIGHTS].contains(&name)
+        || numbered("weights-epoch-", ".safetensors")
+        || numbered("adam-epoch-", ".bpk")
+}
+
+/// Locks `dir` (which must exist) for a new run or for deletion, refusing it unless all it
+/// holds is a run's files, with a `model.json` of attnzoo's among them when it holds more than
+/// a `lock` (read under the lock: a run starting there writes it after locking). A refusal
+/// leaves no lock file behind where there was none.
+fn lock_run(dir: &Path) -> Result<Arc<fs::File>> {
+    let names: Vec<String> = fs::read_dir(dir)
+        .map_err(|error| Error::read(dir, error))?
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    let refuse = |what: String| {
+        Error::Input(format!(
+            "{} holds {what}: not touching it; choose another --out",
+            dir.display()
+        ))
+    };
+    if let Some(foreign) = names.iter().find(|name| !is_run_file(name)) {
+        return Err(refuse(format!(
+            "{foreign}, which is not an attnzoo run's file"
+        )));
+    }
+    let lock = lock(dir)?;
+    if names.iter().any(|name| name != "lock")
+        && read_json::<Seq2SeqConfig>(&dir.join("model.json"), None).is_err()
+    {
+        if !names.iter().any(|name| name == "lock") {
+            let _ = fs::remove_file(dir.join("lock"));
+        }
+        return Err(refuse("files of a run but no attnzoo model.json".into()));
+    }
+    Ok(lock)
+}
 
 /// Source and target vocabularies, and which words translation copies.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -282,6 +333,12 @@ fn model_sizes(config: &Seq2SeqConfig) -> (usize, usize) {
 /// Takes training's lock on `dir` (its `lock` file), or says which process holds it.
 fn lock(dir: &Path) -> Result<Arc<fs::File>> {
     let path = dir.join("lock");
+    if fs::symlink_metadata(&path).is_ok_and(|meta| !meta.is_file()) {
+        return Err(Error::Input(format!(
+            "{} is not a lock file of attnzoo's (a link or a folder): not touching it; choose another --out",
+            path.display()
+        )));
+    }
     let mut file = fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -289,10 +346,10 @@ fn lock(dir: &Path) -> Result<Arc<fs::File>> {
         .truncate(false)
         .open(&path)
         .map_err(|error| Error::write(&path, error))?;
+    let mut holder = String::new();
     match file.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             return Err(Error::Input(format!(
                 "{} is in use by another training run (process {}): wait for it or choose another --out",
@@ -301,6 +358,13 @@ fn lock(dir: &Path) -> Result<Arc<fs::File>> {
             )));
         }
         Err(fs::TryLockError::Error(error)) => return Err(Error::write(&path, error)),
+    }
+    // A lock holds the process id of the run that last held it, or nothing.
+    if file.read_to_string(&mut holder).is_err() || !holder.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::Input(format!(
+            "{} is not a lock file of attnzoo's: not touching it; choose another --out",
+            path.display()
+        )));
     }
     let pid = std::process::id().to_string();
     let _ = file
@@ -322,24 +386,23 @@ impl Checkpoint {
     }
 
     /// Deletes the run in `dir` so that a new one can start there (`attnzoo demo --fresh`).
-    /// Refused while another run holds the folder's lock, and for a folder that holds files but
-    /// no run (no `model.json`): nothing but a run is ever deleted.
+    /// Refused while another run holds the folder's lock, and for a folder that holds anything
+    /// but a run's files: nothing but a run is ever deleted.
     pub fn discard(dir: &Path) -> Result<()> {
         if !dir.exists() {
             return Ok(());
         }
-        let holds_files = fs::read_dir(dir)
+        let _lock = lock_run(dir)?;
+        for entry in fs::read_dir(dir)
             .map_err(|error| Error::read(dir, error))?
             .flatten()
-            .any(|entry| entry.file_name() != "lock");
-        if holds_files && !Self::exists(dir) {
-            return Err(Error::Input(format!(
-                "{} holds files but no attnzoo run (no model.json): not deleting them; choose another --out",
-                dir.display()
-            )));
+        {
+            if is_run_file(&entry.file_name().to_string_lossy()) {
+                fs::remove_file(entry.path())
+                    .map_err(|error| Error::write(&entry.path(), error))?;
+            }
         }
-        let _lock = lock(dir)?;
-        fs::remove_dir_all(dir).map_err(|error| Error::write(dir, error))
+        fs::remove_dir(dir).map_err(|error| Error::write(dir, error))
     }
 
     /// Starts a new run in `dir` (created if needed; a run there that never finished an epoch
@@ -354,14 +417,14 @@ impl Checkpoint {
             .and_then(|()| train.check())
             .map_err(Error::Input)?;
         fs::create_dir_all(dir).map_err(|error| Error::write(dir, error))?;
-        let lock = lock(dir)?;
+        let lock = lock_run(dir)?;
         if Self::is_trained(dir) {
             return Err(Error::Input(format!(
                 "{} already holds a checkpoint: pass --resume to continue it, or choose another --out",
                 dir.display()
             )));
         }
-        remove_partial_files(dir);
+        remove_partial_files(dir, is_run_file);
         write_json(&dir.join("model.json"), &model)?;
         write_json(&dir.join("train.json"), &train)?;
         write_json(&dir.join("vocab.json"), &vocab)?;
@@ -390,7 +453,7 @@ impl Checkpoint {
                 dir.display()
             )));
         }
-        remove_partial_files(dir);
+        remove_partial_files(dir, is_run_file);
         let mut checkpoint = Self::read(dir, Self::is_trained(dir))?;
         checkpoint.lock = lock;
         Ok(checkpoint)
@@ -631,7 +694,7 @@ impl Checkpoint {
             let file = entry.file_name().to_string_lossy().to_string();
             let old_weights = file.starts_with("weights-") && file != name && file != best_weights;
             let old_optimizer = file.starts_with("adam-epoch-") && file != optimizer_name;
-            if old_weights || old_optimizer {
+            if (old_weights || old_optimizer) && is_run_file(&file) {
                 let _ = fs::remove_file(entry.path());
             }
         }
@@ -716,7 +779,10 @@ mod tests {
         fs::create_dir_all(&foreign).unwrap();
         fs::write(foreign.join("cat.jpg"), b"meow").unwrap();
         let error = Checkpoint::discard(&foreign).unwrap_err().to_string();
-        assert!(error.contains("no attnzoo run"), "{error}");
+        assert!(
+            error.contains("cat.jpg, which is not an attnzoo run's file"),
+            "{error}"
+        );
         assert!(foreign.join("cat.jpg").is_file());
         assert!(
             !foreign.join("lock").exists(),
@@ -724,8 +790,15 @@ mod tests {
         );
 
         let run = tmp.path().join("run");
-        fs::create_dir_all(&run).unwrap();
-        fs::write(run.join("model.json"), b"{}").unwrap();
+        drop(saved_checkpoint(&run));
+        fs::write(run.join("notes.txt"), b"mine").unwrap();
+        let error = Checkpoint::discard(&run).unwrap_err().to_string();
+        assert!(error.contains("notes.txt"), "{error}");
+        assert!(
+            Checkpoint::is_trained(&run),
+            "the run is kept with the notes"
+        );
+        fs::remove_file(run.join("notes.txt")).unwrap();
         let held = lock(&run).unwrap();
         let error = Checkpoint::discard(&run).unwrap_err().to_string();
         assert!(error.contains("in use by another training run"), "{error}");
@@ -734,6 +807,70 @@ mod tests {
         Checkpoint::discard(&run).unwrap();
         assert!(!run.exists());
         Checkpoint::discard(&run).unwrap();
+    }
+
+    #[test]
+    fn a_new_run_writes_nothing_into_a_folder_of_other_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let refused = |dir: &Path| {
+            let vocab = Vocab::build(["a"], 1, 10);
+            let config = Seq2SeqConfig::Rnn(RnnSeq2SeqConfig::new(vocab.len(), vocab.len()));
+            let vocab = Vocabularies {
+                source: vocab.clone(),
+                target: vocab,
+                copy: None,
+            };
+            Checkpoint::create(dir, config, TrainConfig::new(), vocab)
+                .err()
+                .map(|e| e.to_string())
+        };
+        // Another program's files, named like a run's or not, and their interrupted writes.
+        for (file, why) in [
+            ("notes.txt", "notes.txt, which is not"),
+            ("my.partial.notes", "my.partial.notes, which is not"),
+            (
+                "weights-mine.safetensors",
+                "weights-mine.safetensors, which is not",
+            ),
+            ("vocab.json", "no attnzoo model.json"),
+            ("model.json", "no attnzoo model.json"),
+        ] {
+            let dir = tmp.path().join(file);
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(file), b"{\"mine\": true}").unwrap();
+            let error = refused(&dir).unwrap_or_else(|| panic!("{file} accepted"));
+            assert!(error.contains(why), "{error}");
+            assert_eq!(fs::read(dir.join(file)).unwrap(), b"{\"mine\": true}");
+            assert_eq!(
+                fs::read_dir(&dir).unwrap().count(),
+                1,
+                "nothing written beside {file}"
+            );
+        }
+        // A `lock` that is a link, or a file of text, is not attnzoo's.
+        let target = tmp.path().join("precious");
+        fs::write(&target, b"precious data").unwrap();
+        let linked = tmp.path().join("linked");
+        fs::create_dir_all(&linked).unwrap();
+        std::os::unix::fs::symlink(&target, linked.join("lock")).unwrap();
+        let written = tmp.path().join("written");
+        fs::create_dir_all(&written).unwrap();
+        fs::write(written.join("lock"), b"precious data").unwrap();
+        for dir in [&linked, &written] {
+            let error = refused(dir).expect("a foreign lock is refused");
+            assert!(error.contains("is not a lock file of attnzoo's"), "{error}");
+        }
+        assert_eq!(fs::read(&target).unwrap(), b"precious data");
+        assert_eq!(fs::read(written.join("lock")).unwrap(), b"precious data");
+        // An empty folder, and one a run left before its first epoch, are a new run's.
+        let fresh = tmp.path().join("fresh");
+        assert_eq!(refused(&fresh), None);
+        fs::write(fresh.join("model.json.partial.12"), b"{").unwrap();
+        assert_eq!(refused(&fresh), None);
+        assert!(
+            !fresh.join("model.json.partial.12").exists(),
+            "its leftovers are removed"
+        );
     }
 
     fn examples() -> Vec<Example> {

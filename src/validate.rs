@@ -170,6 +170,28 @@ pub fn queue_length(value: usize) -> Result<usize, String> {
     })
 }
 
+/// The largest vocabulary a run may ask for, of words or of subwords.
+pub const MAX_VOCAB: usize = 1_000_000;
+
+/// A vocabulary size: 5 (the 4 special tokens and one more) to [`MAX_VOCAB`].
+pub fn vocab_size(value: usize) -> Result<usize, String> {
+    if (5..=MAX_VOCAB).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value} is not a vocabulary size in 5–{MAX_VOCAB} (4 tokens are special)"
+        ))
+    }
+}
+
+/// A subword vocabulary size: 0 (whole words) or a [`vocab_size`].
+pub fn bpe_vocab(value: usize) -> Result<usize, String> {
+    match value {
+        0 => Ok(0),
+        _ => vocab_size(value).map_err(|why| format!("{why}; 0 keeps whole words")),
+    }
+}
+
 /// The longest n-gram the no-repeat rule takes (longer than any translation).
 pub const MAX_NGRAM: usize = 1000;
 

@@ -41,9 +41,14 @@ pub fn fraction_below_one(text: &str) -> Result<f64, String> {
     validate::fraction_below_one(number(text)?)
 }
 
-/// A fraction in `[0, 1)`, as the `f32` of label smoothing.
+/// A fraction in `[0, 1)`, as the `f32` of label smoothing (which must not round up to 1).
 pub fn fraction_below_one_f32(text: &str) -> Result<f32, String> {
-    fraction_below_one(text).map(|value| value as f32)
+    match fraction_below_one(text)? as f32 {
+        value if value < 1.0 => Ok(value),
+        _ => Err(format!(
+            "{text} rounds to 1 as a 32-bit float: not in [0, 1)"
+        )),
+    }
 }
 
 /// A request timeout in seconds, in `[0.1, 3600]`.
@@ -59,6 +64,11 @@ pub fn queue_length(text: &str) -> Result<usize, String> {
 /// A count, 0 or more.
 pub fn count(text: &str) -> Result<usize, String> {
     number(text)
+}
+
+/// A subword vocabulary size, 0 (whole words) or 5 to [`validate::MAX_VOCAB`].
+pub fn bpe_vocab(text: &str) -> Result<usize, String> {
+    validate::bpe_vocab(number(text)?)
 }
 
 /// A seed, any `u64`.

@@ -59,7 +59,7 @@ pub struct Args {
     label_smoothing: Option<f32>,
     /// Split words into subwords: a byte-pair-encoding vocabulary of this many tokens per
     /// language (0: whole words, those seen at least twice)
-    #[arg(long, default_value_t = TrainConfig::new().bpe_vocab, value_parser = parse::count, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = TrainConfig::new().bpe_vocab, value_parser = parse::bpe_vocab, allow_negative_numbers = true)]
     bpe: usize,
     /// Dictionary word and phrase pairs mixed into each epoch's sentences (0: sentences only)
     #[arg(long, default_value_t = TrainConfig::new().lexicon_per_epoch, value_parser = parse::count, allow_negative_numbers = true)]

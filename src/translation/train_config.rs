@@ -63,7 +63,10 @@ impl TrainConfig {
     /// Checks every number: counts at least 1, rates finite and above 0, probabilities in
     /// `[0, 1]`, label smoothing in `[0, 1)`; the error names the field.
     pub fn check(&self) -> Result<(), String> {
-        use validate::{at_least_one as one, field, fraction_below_one, positive, probability};
+        use validate::{
+            at_least_one as one, bpe_vocab, field, fraction_below_one, positive, probability,
+            vocab_size,
+        };
         field("epochs", self.epochs, one)?;
         field("batch_size", self.batch_size, one)?;
         field("learning_rate", self.learning_rate, validate::learning_rate)?;
@@ -76,21 +79,11 @@ impl TrainConfig {
         field("clip_norm", f64::from(self.clip_norm), positive)?;
         field("max_len", self.max_len, one)?;
         field("min_count", self.min_count, one)?;
-        if self.max_vocab < 5 {
-            return Err(format!(
-                "max_vocab: {} leaves no room beside the 4 special tokens",
-                self.max_vocab
-            ));
-        }
+        field("max_vocab", self.max_vocab, vocab_size)?;
         if let Some(limit) = self.train_limit {
             field("train_limit", limit, one)?;
         }
-        if self.bpe_vocab != 0 && self.bpe_vocab < 5 {
-            return Err(format!(
-                "bpe_vocab: {} leaves no room beside the 4 special tokens (0: whole words)",
-                self.bpe_vocab
-            ));
-        }
+        field("bpe_vocab", self.bpe_vocab, bpe_vocab)?;
         Ok(())
     }
 }

@@ -34,6 +34,7 @@ enum Command {
     /// array of floats per line on stdout, in input order.
     Embed(embed::Args),
     /// The German–English corpus.
+    #[command(subcommand_required = true, arg_required_else_help = false)]
     Data {
         #[command(subcommand)]
         command: data::Command,

@@ -278,6 +278,7 @@ fn numeric_options_are_checked_where_they_are_parsed() {
         case("demo|--minutes|-1", 2, "--minutes"),
         case("demo|--model|gpt", 2, "gpt"),
         case("frobnicate", 2, "frobnicate"),
+        case("data", 2, "'attnzoo data' requires a subcommand"),
     ];
     for (option, value) in [
         ("--learning-rate", "nan"),
@@ -582,6 +583,17 @@ fn files_streams_and_folders_are_checked() {
             "train|--out|{dir}/empty|--corpus|{dir}/corpus|--resume",
             2,
             "no run to resume",
+        ),
+        // The run has trained its one epoch: resuming it without asking for more does nothing.
+        case(
+            "train|--out|{dir}/model|--corpus|{dir}/corpus|--resume",
+            2,
+            "has trained all its 1 epochs",
+        ),
+        case(
+            "train|--out|{dir}/model|--corpus|{dir}/corpus|--resume|--epochs|5|--max-minutes|0.00001",
+            2,
+            "counts the run's whole training",
         ),
         case(
             "train|--out|{dir}/model|--corpus|{dir}/corpus|--resume|--batch-size|8",

@@ -296,6 +296,21 @@ pub fn train(
                 }
                 checkpoint.train.epochs = epochs;
             }
+            let (done, seconds) = (checkpoint.state.epoch, checkpoint.state.seconds);
+            if done >= checkpoint.train.epochs {
+                return Err(Error::Input(format!(
+                    "{} has trained all its {done} epochs: ask for more with --epochs to continue it",
+                    out.display()
+                )));
+            }
+            if let Some(minutes) = max_minutes.filter(|&minutes| minutes * 60.0 <= seconds) {
+                return Err(Error::Input(format!(
+                    "--max-minutes {} counts the run's whole training, and {} has trained {} min already: ask for more to continue it",
+                    validate::show(minutes),
+                    out.display(),
+                    validate::show(seconds / 60.0)
+                )));
+            }
             Some(checkpoint)
         }
         false => None,

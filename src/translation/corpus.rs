@@ -265,6 +265,15 @@ fn parse_pairs<'a>(lines: impl Iterator<Item = &'a str>, origin: &str) -> Result
                     columns.len()
                 )));
             };
+            if let Some(side) = [("German", german), ("English", english)]
+                .into_iter()
+                .find_map(|(side, text)| text.trim().is_empty().then_some(side))
+            {
+                return Err(Error::Input(format!(
+                    "{origin}:{}: the {side} side is empty",
+                    number + 1
+                )));
+            }
             Ok(Pair {
                 german: german.into(),
                 english: english.into(),
@@ -439,6 +448,14 @@ mod tests {
             error.to_string(),
             "mine.tsv:2: 1 tab-separated columns, not 2 (german<TAB>english)"
         );
+    }
+
+    #[test]
+    fn a_pair_with_an_empty_side_names_its_line_and_side() {
+        for (text, side) in [("Ja.\tYes.\n\tNo.\n", "German"), ("Ja.\t \n", "English")] {
+            let error = parse_pairs(text.lines(), "mine.tsv").unwrap_err().to_string();
+            assert!(error.ends_with(&format!("the {side} side is empty")), "{error}");
+        }
     }
 
     #[test]

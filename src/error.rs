@@ -65,10 +65,30 @@ impl Error {
     }
 }
 
-/// Whether an I/O error is the machine's fault (a full disk, a quota), not the user's input.
+/// Whether an I/O error is the machine's fault (a full disk, a quota, a read-only file system, a
+/// failing device), not the user's input.
 pub fn is_environment(error: &io::Error) -> bool {
     matches!(
         error.kind(),
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded | io::ErrorKind::FileTooLarge
-    ) || error.raw_os_error() == Some(28) // ENOSPC, whatever the kind
+        io::ErrorKind::StorageFull
+            | io::ErrorKind::QuotaExceeded
+            | io::ErrorKind::FileTooLarge
+            | io::ErrorKind::ReadOnlyFilesystem
+            | io::ErrorKind::OutOfMemory
+    ) || matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_disk_is_the_environment_and_a_missing_file_the_input() {
+        for code in [libc::ENOSPC, libc::EIO, libc::EROFS, libc::EDQUOT] {
+            assert!(is_environment(&io::Error::from_raw_os_error(code)), "{code}");
+        }
+        for code in [libc::ENOENT, libc::EACCES, libc::EISDIR, libc::ENOTDIR] {
+            assert!(!is_environment(&io::Error::from_raw_os_error(code)), "{code}");
+        }
+    }
 }

@@ -15,7 +15,7 @@ pub fn read_lines(mut input: impl Read, name: &str) -> Result<Vec<String>> {
     let mut bytes = Vec::new();
     input
         .read_to_end(&mut bytes)
-        .map_err(|error| Error::Input(format!("cannot read {name}: {error}")))?;
+        .map_err(|error| Error::read(Path::new(name), error))?;
     let text = String::from_utf8(bytes).map_err(|error| {
         let offset = error.utf8_error().valid_up_to();
         let line = 1 + error.as_bytes()[..offset]

@@ -85,10 +85,16 @@ mod tests {
     #[test]
     fn a_failing_disk_is_the_environment_and_a_missing_file_the_input() {
         for code in [libc::ENOSPC, libc::EIO, libc::EROFS, libc::EDQUOT] {
-            assert!(is_environment(&io::Error::from_raw_os_error(code)), "{code}");
+            assert!(
+                is_environment(&io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
         }
         for code in [libc::ENOENT, libc::EACCES, libc::EISDIR, libc::ENOTDIR] {
-            assert!(!is_environment(&io::Error::from_raw_os_error(code)), "{code}");
+            assert!(
+                !is_environment(&io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
         }
     }
 }

@@ -511,8 +511,20 @@ fn files_streams_and_folders_are_checked() {
         needle: "stdin is not UTF-8 (line 2",
     };
     std::fs::write(fixture.dir.join("latin1.txt"), b"Gr\xfc\xdfe\n").unwrap();
+    // A line far beyond any sentence is refused before it is tokenized.
+    let huge_line = Case {
+        args: "translate|--checkpoint|{dir}/model".into(),
+        stdin: Box::leak(
+            format!("Hallo.\n{}\n", "Haus ".repeat(2001))
+                .into_bytes()
+                .into_boxed_slice(),
+        ),
+        code: 2,
+        needle: "sentence 2: 10005 characters; a sentence may have at most 10000",
+    };
     let mut cases = vec![
         bad_utf8,
+        huge_line,
         case("bleu|--ref|{dir}/missing.txt", 2, "missing.txt"),
         case("bleu|--ref|{dir}/corpus", 2, "corpus"),
         case("bleu|--ref|{dir}/latin1.txt", 2, "latin1.txt is not UTF-8"),

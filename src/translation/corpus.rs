@@ -453,8 +453,13 @@ mod tests {
     #[test]
     fn a_pair_with_an_empty_side_names_its_line_and_side() {
         for (text, side) in [("Ja.\tYes.\n\tNo.\n", "German"), ("Ja.\t \n", "English")] {
-            let error = parse_pairs(text.lines(), "mine.tsv").unwrap_err().to_string();
-            assert!(error.ends_with(&format!("the {side} side is empty")), "{error}");
+            let error = parse_pairs(text.lines(), "mine.tsv")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.ends_with(&format!("the {side} side is empty")),
+                "{error}"
+            );
         }
     }
 

@@ -25,6 +25,9 @@ use crate::error::{Error, Result};
 use crate::heatmap::Heatmap;
 use crate::padding::padded;
 
+/// The longest sentence [`Translator`] takes, in characters: far more than the tokens a model
+/// reads ([`Checkpoint::max_source_len`]), which it cuts a sentence to with a warning.
+pub const MAX_SENTENCE_CHARS: usize = 10_000;
 /// The most source or target tokens a heatmap shows, so the picture stays a few megapixels.
 pub const MAX_HEATMAP_TOKENS: usize = 60;
 
@@ -91,6 +94,18 @@ impl Translator {
         &self.checkpoint
     }
 
+    /// The first `max_len` tokens of `sentence`, which may be at most [`MAX_SENTENCE_CHARS`]
+    /// long (tokenizing a longer line would cost memory in proportion for nothing).
+    fn source(&self, sentence: &str, max_len: usize) -> Result<Source> {
+        let chars = sentence.chars().count();
+        if chars > MAX_SENTENCE_CHARS {
+            return Err(Error::Input(format!(
+                "{chars} characters; a sentence may have at most {MAX_SENTENCE_CHARS}"
+            )));
+        }
+        Ok(self.checkpoint.vocab.source(sentence, max_len))
+    }
+
     /// English translations of German `sentences`, in order; an empty sentence stays empty.
     pub fn translate<S: AsRef<str>>(
         &self,
@@ -103,16 +118,18 @@ impl Translator {
             .iter()
             .enumerate()
             .map(|(i, sentence)| {
-                let source = self.checkpoint.vocab.source(sentence.as_ref(), max_len);
+                let source = self
+                    .source(sentence.as_ref(), max_len)
+                    .map_err(|why| Error::Input(format!("sentence {}: {why}", i + 1)))?;
                 if source.cut {
                     crate::note!(
                         "warning: sentence {} has more than {max_len} tokens; translating the first {max_len}",
                         i + 1
                     );
                 }
-                source
+                Ok(source)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let wanted: Vec<usize> = (0..sources.len())
             .filter(|&i| !sources[i].ids.is_empty())
             .collect();
@@ -159,7 +176,7 @@ impl Translator {
             pieces,
             cut,
             copies,
-        } = self.checkpoint.vocab.source(sentence, max_len);
+        } = self.source(sentence, max_len)?;
         if source.is_empty() {
             return Err(Error::Input(
                 "nothing to translate: the sentence is empty".into(),

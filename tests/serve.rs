@@ -478,6 +478,23 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
     let mut idle = TcpStream::connect(&addr).unwrap();
     idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
         .unwrap();
+    // Connections beyond the limit are told so in JSON, and served again once others close.
+    let held: Vec<TcpStream> = (1..attnzoo::serve::MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, body) = get(&addr, "/health");
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{body}");
+    let busy: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        busy["error"]
+            .as_str()
+            .unwrap()
+            .contains("too many connections"),
+        "{body}"
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(200));
     let (status, page) = get(&addr, "/");
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(page.contains("attnzoo"), "the page");

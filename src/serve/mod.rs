@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -36,8 +37,12 @@ use crate::error::{Error, Result};
 
 /// The longest a client may take to send a request's headers, or stay idle between requests.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most connections served at once; more are closed as they come.
+/// The most connections served at once; more are answered 503 and closed as they come.
 pub const MAX_CONNECTIONS: usize = 256;
+/// What a connection beyond [`MAX_CONNECTIONS`] is sent before it is closed.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+content-length: 60\r\nconnection: close\r\n\r\n\
+{\"error\":\"too many connections at once: try again shortly\"}\n";
 /// After the shutdown signal, how long requests in flight may take to finish.
 pub const DRAIN: Duration = Duration::from_secs(10);
 
@@ -82,6 +87,7 @@ impl Server {
     ) -> Result<()> {
         let (stop, stopped) = watch::channel(false);
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let busy = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -95,7 +101,23 @@ impl Server {
                 continue;
             };
             let Ok(slot) = slots.clone().try_acquire_owned() else {
-                continue; // too many connections: this one is dropped, closed
+                // Too many connections: this one is told so (if it reads within a second, and
+                // unless as many again are being told), then closed.
+                if let Ok(telling) = busy.clone().try_acquire_owned() {
+                    let mut stream = stream;
+                    connections.spawn(async move {
+                        let tell = async {
+                            stream.write_all(BUSY).await?;
+                            stream.shutdown().await?;
+                            // Read what the client sent, so that closing does not reset the
+                            // connection before it has read the answer.
+                            tokio::io::copy(&mut stream, &mut tokio::io::sink()).await
+                        };
+                        let _ = tokio::time::timeout(Duration::from_secs(1), tell).await;
+                        drop(telling);
+                    });
+                }
+                continue;
             };
             let service = TowerToHyperService::new(self.router.clone());
             let mut stopped = stopped.clone();

@@ -69,7 +69,8 @@ pub fn is_run_file(name: &str) -> bool {
 
 /// Locks `dir` (which must exist) for a new run or for deletion, refusing it unless all it
 /// holds is a run's files, with a `model.json` of attnzoo's among them when it holds more than
-/// a `lock` (read under the lock: a run starting there writes it after locking). A refusal
+/// a `lock` and interrupted writes (read under the lock: a run starting there writes it after
+/// locking, and one killed while writing it leaves only those). A refusal
 /// leaves no lock file behind where there was none.
 fn lock_run(dir: &Path) -> Result<Arc<fs::File>> {
     let names: Vec<String> = fs::read_dir(dir)
@@ -89,7 +90,9 @@ fn lock_run(dir: &Path) -> Result<Arc<fs::File>> {
         )));
     }
     let lock = lock(dir)?;
-    if names.iter().any(|name| name != "lock")
+    if names
+        .iter()
+        .any(|name| name != "lock" && partial_of(name).is_none())
         && read_json::<Seq2SeqConfig>(&dir.join("model.json"), None).is_err()
     {
         if !names.iter().any(|name| name == "lock") {
@@ -862,15 +865,21 @@ mod tests {
         }
         assert_eq!(fs::read(&target).unwrap(), b"precious data");
         assert_eq!(fs::read(written.join("lock")).unwrap(), b"precious data");
-        // An empty folder, and one a run left before its first epoch, are a new run's.
+        // An empty folder, and one a run left before its first epoch (killed even while
+        // writing its first file), are a new run's.
         let fresh = tmp.path().join("fresh");
         assert_eq!(refused(&fresh), None);
-        fs::write(fresh.join("model.json.partial.12"), b"{").unwrap();
+        fs::write(fresh.join("vocab.json.partial.12"), b"{").unwrap();
         assert_eq!(refused(&fresh), None);
         assert!(
-            !fresh.join("model.json.partial.12").exists(),
+            !fresh.join("vocab.json.partial.12").exists(),
             "its leftovers are removed"
         );
+        let killed = tmp.path().join("killed");
+        fs::create_dir_all(&killed).unwrap();
+        fs::write(killed.join("lock"), b"12").unwrap();
+        fs::write(killed.join("model.json.partial.12"), b"{").unwrap();
+        assert_eq!(refused(&killed), None);
     }
 
     fn examples() -> Vec<Example> {

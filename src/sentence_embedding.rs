@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::home_cache;
 use crate::padding::padded;
 use crate::parallel;
+use crate::validate;
 
 /// Where `scripts/fetch-minilm.sh` puts the model unless told otherwise (an empty
 /// `ATTNZOO_MINILM_DIR` is unset, as in the script).
@@ -110,7 +111,14 @@ impl SentenceEmbedder {
         if batch_size == 0 {
             return Err(Error::Input("batch size: must be at least 1".into()));
         }
-        let stripped: Vec<&str> = sentences.iter().map(|s| s.trim()).collect();
+        let stripped = sentences
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                validate::sentence(s.trim())
+                    .map_err(|why| Error::Input(format!("sentence {}: {why}", i + 1)))
+            })
+            .collect::<Result<Vec<&str>>>()?;
         let encodings = self
             .tokenizer
             .encode_batch(stripped, true)
@@ -132,9 +140,10 @@ impl SentenceEmbedder {
     /// The self-attention of every layer and head over `sentence`'s first
     /// [`MAX_ATTENTION_TOKENS`] tokens (`[SEP]` kept last).
     pub fn attend(&self, sentence: &str) -> Result<SelfAttention> {
+        let sentence = validate::sentence(sentence.trim()).map_err(Error::Input)?;
         let encoding = self
             .tokenizer
-            .encode(sentence.trim(), true)
+            .encode(sentence, true)
             .map_err(|error| Error::Input(format!("tokenizer: {error}")))?;
         let mut ids: Vec<usize> = encoding.get_ids().iter().map(|&id| id as usize).collect();
         let mut tokens = encoding.get_tokens().to_vec();

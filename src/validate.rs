@@ -192,6 +192,21 @@ pub fn bpe_vocab(value: usize) -> Result<usize, String> {
     }
 }
 
+/// The longest sentence translated or embedded, in characters: far more than the tokens a model
+/// reads (it cuts a sentence to those, with a warning), and a bound on the memory that
+/// tokenizing it takes (a 30 MB line took 3.4 GB).
+pub const MAX_SENTENCE_CHARS: usize = 10_000;
+
+/// A sentence of at most [`MAX_SENTENCE_CHARS`] characters.
+pub fn sentence(text: &str) -> Result<&str, String> {
+    match text.chars().count() {
+        chars if chars > MAX_SENTENCE_CHARS => Err(format!(
+            "{chars} characters; a sentence may have at most {MAX_SENTENCE_CHARS}"
+        )),
+        _ => Ok(text),
+    }
+}
+
 /// The longest n-gram the no-repeat rule takes (longer than any translation).
 pub const MAX_NGRAM: usize = 1000;
 
@@ -225,6 +240,14 @@ pub fn field<T: Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sentence_is_counted_in_characters() {
+        let longest = "ü".repeat(MAX_SENTENCE_CHARS);
+        assert_eq!(sentence(&longest), Ok(longest.as_str()));
+        let error = sentence(&format!("{longest}.")).unwrap_err();
+        assert_eq!(error, "10001 characters; a sentence may have at most 10000");
+    }
 
     #[test]
     fn ranges_hold_their_ends_and_refuse_what_is_outside() {

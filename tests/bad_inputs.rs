@@ -828,7 +828,7 @@ fn a_second_run_on_a_folder_in_training_is_refused() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for_text(&out.join("lock"));
+    wait_for_text(&out.join("model.json")); // written last of the configs, after the lock
     let run_dir = tmp.path().join("run");
     let demo_fresh = [
         "demo",

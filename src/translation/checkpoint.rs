@@ -68,9 +68,8 @@ pub fn is_run_file(name: &str) -> bool {
 }
 
 /// Locks `dir` (which must exist) for a new run or for deletion, refusing it unless all it
-/// holds is a run's files, with a `model.json` of attnzoo's among them when it holds more than
-/// a `lock` and interrupted writes (read under the lock: a run starting there writes it after
-/// locking, and one killed while writing it leaves only those). A refusal
+/// holds is a run's files, and among them a `model.json` of attnzoo's or the `lock` a run takes
+/// before it writes anything (so a folder of a run killed while writing its configs is its). A refusal
 /// leaves no lock file behind where there was none.
 fn lock_run(dir: &Path) -> Result<Arc<fs::File>> {
     let names: Vec<String> = fs::read_dir(dir)
@@ -90,14 +89,12 @@ fn lock_run(dir: &Path) -> Result<Arc<fs::File>> {
         )));
     }
     let lock = lock(dir)?;
-    if names
-        .iter()
-        .any(|name| name != "lock" && partial_of(name).is_none())
+    let had_lock = names.iter().any(|name| name == "lock");
+    if !had_lock
+        && names.iter().any(|name| partial_of(name).is_none())
         && read_json::<Seq2SeqConfig>(&dir.join("model.json"), None).is_err()
     {
-        if !names.iter().any(|name| name == "lock") {
-            let _ = fs::remove_file(dir.join("lock"));
-        }
+        let _ = fs::remove_file(dir.join("lock"));
         return Err(refuse("files of a run but no attnzoo model.json".into()));
     }
     Ok(lock)
@@ -392,6 +389,12 @@ impl Checkpoint {
     /// Refused while another run holds the folder's lock, and for a folder that holds anything
     /// but a run's files: nothing but a run is ever deleted.
     pub fn discard(dir: &Path) -> Result<()> {
+        if fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(Error::Input(format!(
+                "{} is a link: not deleting a run through it; choose another --out",
+                dir.display()
+            )));
+        }
         if !dir.exists() {
             return Ok(());
         }
@@ -428,9 +431,10 @@ impl Checkpoint {
             )));
         }
         remove_partial_files(dir, is_run_file);
-        write_json(&dir.join("model.json"), &model)?;
+        // model.json last: where it is, the run's configs are whole and it can be resumed.
         write_json(&dir.join("train.json"), &train)?;
         write_json(&dir.join("vocab.json"), &vocab)?;
+        write_json(&dir.join("model.json"), &model)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             model,
@@ -807,6 +811,14 @@ mod tests {
         assert!(error.contains("in use by another training run"), "{error}");
         assert!(run.join("model.json").is_file());
         drop(held);
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&run, &link).unwrap();
+        let error = Checkpoint::discard(&link).unwrap_err().to_string();
+        assert!(error.contains("is a link"), "{error}");
+        assert!(
+            Checkpoint::is_trained(&run),
+            "nothing deleted through the link"
+        );
         Checkpoint::discard(&run).unwrap();
         assert!(!run.exists());
         Checkpoint::discard(&run).unwrap();
@@ -878,8 +890,10 @@ mod tests {
         let killed = tmp.path().join("killed");
         fs::create_dir_all(&killed).unwrap();
         fs::write(killed.join("lock"), b"12").unwrap();
-        fs::write(killed.join("model.json.partial.12"), b"{").unwrap();
+        fs::write(killed.join("train.json"), b"{").unwrap();
+        fs::write(killed.join("vocab.json.partial.12"), b"{").unwrap();
         assert_eq!(refused(&killed), None);
+        assert!(Checkpoint::exists(&killed), "and it is whole now");
     }
 
     fn examples() -> Vec<Example> {

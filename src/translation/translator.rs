@@ -24,10 +24,7 @@ use crate::attention_maps::{maps_of, rollout, rollout_through, AttentionMaps, Ma
 use crate::error::{Error, Result};
 use crate::heatmap::Heatmap;
 use crate::padding::padded;
-
-/// The longest sentence [`Translator`] takes, in characters: far more than the tokens a model
-/// reads ([`Checkpoint::max_source_len`]), which it cuts a sentence to with a warning.
-pub const MAX_SENTENCE_CHARS: usize = 10_000;
+use crate::validate;
 /// The most source or target tokens a heatmap shows, so the picture stays a few megapixels.
 pub const MAX_HEATMAP_TOKENS: usize = 60;
 
@@ -94,15 +91,10 @@ impl Translator {
         &self.checkpoint
     }
 
-    /// The first `max_len` tokens of `sentence`, which may be at most [`MAX_SENTENCE_CHARS`]
-    /// long (tokenizing a longer line would cost memory in proportion for nothing).
+    /// The first `max_len` tokens of `sentence`, which may be at most
+    /// [`validate::MAX_SENTENCE_CHARS`] long.
     fn source(&self, sentence: &str, max_len: usize) -> Result<Source> {
-        let chars = sentence.chars().count();
-        if chars > MAX_SENTENCE_CHARS {
-            return Err(Error::Input(format!(
-                "{chars} characters; a sentence may have at most {MAX_SENTENCE_CHARS}"
-            )));
-        }
+        let sentence = validate::sentence(sentence).map_err(Error::Input)?;
         Ok(self.checkpoint.vocab.source(sentence, max_len))
     }
 

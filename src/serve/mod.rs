@@ -39,10 +39,18 @@ use crate::error::{Error, Result};
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most connections served at once; more are answered 503 and closed as they come.
 pub const MAX_CONNECTIONS: usize = 256;
-/// What a connection beyond [`MAX_CONNECTIONS`] is sent before it is closed.
-const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-content-length: 60\r\nconnection: close\r\n\r\n\
-{\"error\":\"too many connections at once: try again shortly\"}\n";
+/// What a connection beyond [`MAX_CONNECTIONS`] is told, as every error: `{"error": …}`.
+const BUSY: &str = "too many connections at once: try again shortly";
+
+/// The whole HTTP answer to a connection beyond [`MAX_CONNECTIONS`], before it is closed.
+fn busy_answer() -> Vec<u8> {
+    let body = serde_json::json!({ "error": BUSY }).to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
 /// After the shutdown signal, how long requests in flight may take to finish.
 pub const DRAIN: Duration = Duration::from_secs(10);
 
@@ -88,6 +96,7 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let busy = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let busy_reply: Arc<[u8]> = busy_answer().into();
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -104,10 +113,10 @@ impl Server {
                 // Too many connections: this one is told so (if it reads within a second, and
                 // unless as many again are being told), then closed.
                 if let Ok(telling) = busy.clone().try_acquire_owned() {
-                    let mut stream = stream;
+                    let (mut stream, answer) = (stream, busy_reply.clone());
                     connections.spawn(async move {
                         let tell = async {
-                            stream.write_all(BUSY).await?;
+                            stream.write_all(&answer).await?;
                             stream.shutdown().await?;
                             // Read what the client sent, so that closing does not reset the
                             // connection before it has read the answer.

@@ -223,3 +223,32 @@ fn fused_attention_matches_dense_past_the_flash_threshold() {
         }
     }
 }
+
+/// Reading a tensor one step at a time (`narrow` per step, as an LSTM reads its input projection)
+/// gives the gradient of reading it whole. Through the patched burn-autodiff
+/// (`vendor/burn-autodiff`) every slice's gradient is added into the tensor's gradient where it
+/// lies; here slices overlap, repeat, and mix with whole-tensor uses before and after them.
+#[test]
+fn gradients_of_slices_add_up_where_they_lie_on_every_backend() {
+    use burn::tensor::Distribution;
+    for test in &test_devices() {
+        let device = test.device.clone().autodiff();
+        let x = Tensor::<3>::random([2, 5, 3], Distribution::Default, &device).require_grad();
+        let w = Tensor::<3>::random([1, 5, 3], Distribution::Default, &device);
+        // Step t weighs x_t by w_t; step 1 is read twice and 2..4 once more as one slice.
+        let mut loss = (x.clone() * x.clone()).sum();
+        for t in [0, 1, 1, 2, 3, 4] {
+            loss = loss + (x.clone().narrow(1, t, 1) * w.clone().narrow(1, t, 1)).sum();
+        }
+        loss = loss + (x.clone().narrow(1, 2, 3) * 3.0).sum() + x.clone().sum();
+        let grad = x.grad(&loss.backward()).expect("x is tracked");
+        let count = Tensor::<3>::from_floats([[[1.0], [2.0], [1.0], [1.0], [1.0]]], &test.device);
+        let extra = Tensor::<3>::from_floats([[[0.0], [0.0], [3.0], [3.0], [3.0]]], &test.device);
+        let x = x.inner();
+        let expected = x.clone() * 2.0 + w.inner() * count + extra + 1.0;
+        grad.inner()
+            .into_data()
+            .assert_approx_eq::<f32>(&expected.into_data(), Tolerance::absolute(1e-5));
+        eprintln!("slice gradients ok on {}", test.backend);
+    }
+}

@@ -238,23 +238,37 @@ fn exp_nonpositive<M: MulAdd>(x: f32) -> f32 {
 /// exponent ≤ 0: [`exp_nonpositive`]).
 pub fn exp_shifted_sum(row: &mut [f32], max: f32) -> f32 {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the processor has the features the function is compiled for.
-        return unsafe { exp_shifted_sum_avx2(row, max) };
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor has the features the function is compiled for.
+            return unsafe { exp_shifted_sum_avx512(row, max) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { exp_shifted_sum_avx2(row, max) };
+        }
     }
-    exp_shifted_sum_with::<Unfused>(row, max)
+    exp_shifted_sum_with::<Unfused, 8>(row, max)
+}
+
+/// attnzoo's patch: sixteen lanes of an AVX-512 register where the processor has them (half the
+/// instructions of AVX2's eight).
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn exp_shifted_sum_avx512(row: &mut [f32], max: f32) -> f32 {
+    exp_shifted_sum_with::<Fused, 16>(row, max)
 }
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn exp_shifted_sum_avx2(row: &mut [f32], max: f32) -> f32 {
-    exp_shifted_sum_with::<Fused>(row, max)
+    exp_shifted_sum_with::<Fused, 8>(row, max)
 }
 
+/// The pass of [`exp_shifted_sum`] with `LANES` running sums, one per lane of a vector register,
+/// so that the loop vectorises.
 #[inline(always)]
-fn exp_shifted_sum_with<M: MulAdd>(row: &mut [f32], max: f32) -> f32 {
-    // Eight running sums, one per lane of an AVX2 register, so the loop vectorises.
-    const LANES: usize = 8;
+fn exp_shifted_sum_with<M: MulAdd, const LANES: usize>(row: &mut [f32], max: f32) -> f32 {
     let mut lanes = [0.0f32; LANES];
     let mut chunks = row.chunks_exact_mut(LANES);
     for chunk in &mut chunks {
@@ -278,9 +292,15 @@ fn exp_shifted_sum_with<M: MulAdd>(row: &mut [f32], max: f32) -> f32 {
 #[inline]
 pub fn map_inplace(data: &mut [f32], op: impl Kernel) {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the processor has the features the function is compiled for.
-        return unsafe { map_inplace_avx2(data, op) };
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor has the features the function is compiled for.
+            return unsafe { map_inplace_avx512(data, op) };
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { map_inplace_avx2(data, op) };
+        }
     }
     data.iter_mut().for_each(|x| *x = op.apply::<Unfused>(*x));
 }
@@ -291,6 +311,13 @@ pub fn map(src: &[f32], op: impl Kernel) -> alloc::vec::Vec<f32> {
     let mut out = src.to_vec();
     map_inplace(&mut out, op);
     out
+}
+
+/// attnzoo's patch: sixteen elements per instruction where the processor has AVX-512.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn map_inplace_avx512(data: &mut [f32], op: impl Kernel) {
+    data.iter_mut().for_each(|x| *x = op.apply::<Fused>(*x));
 }
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
@@ -348,8 +375,8 @@ mod tests {
     #[test]
     fn exp_shifted_sum_is_a_softmax_numerator_and_its_sum() {
         // Exponents from 0 down to −90 (below −87.33 the result is 0, where eˣ is subnormal),
-        // a length that leaves a remainder after the eight lanes; the vectorised (fused where
-        // the processor has FMA) and the unfused loop.
+        // a length that leaves a remainder after the eight or sixteen lanes; the vectorised
+        // (fused where the processor has FMA) and the unfused loop.
         let steps = (1 << 20) + 3;
         let inputs: alloc::vec::Vec<f32> = (0..steps)
             .map(|i| 5.0 - 95.0 * i as f32 / (steps - 1) as f32)
@@ -358,7 +385,7 @@ mod tests {
         let mut unfused = inputs.clone();
         let sums = [
             exp_shifted_sum(&mut fast, 5.0),
-            exp_shifted_sum_with::<Unfused>(&mut unfused, 5.0),
+            exp_shifted_sum_with::<Unfused, 8>(&mut unfused, 5.0),
         ];
         let mut want_sum = 0.0f64;
         let mut worst = 0.0f64;
@@ -378,13 +405,19 @@ mod tests {
         assert!(worst <= 2.0, "exp_shifted_sum: {worst} ulps");
         // 2²⁰ terms summed in f32 in eight lanes.
         for sum in sums {
-            assert!(((sum as f64) / want_sum - 1.0).abs() < 1e-4, "{sum} against {want_sum}");
+            assert!(
+                ((sum as f64) / want_sum - 1.0).abs() < 1e-4,
+                "{sum} against {want_sum}"
+            );
         }
         // Eleven terms: eight lanes and a remainder of three.
         let mut short: [f32; 11] = core::array::from_fn(|i| 1.0 - i as f32);
         let sum = exp_shifted_sum(&mut short, 1.0);
         let want: f64 = (0..11).map(|i| (-(i as f64)).exp()).sum();
-        assert!(((sum as f64) / want - 1.0).abs() < 1e-6, "{sum} against {want}");
+        assert!(
+            ((sum as f64) / want - 1.0).abs() < 1e-6,
+            "{sum} against {want}"
+        );
         let mut special = [f32::NEG_INFINITY, 3.0, f32::NAN];
         let sum = exp_shifted_sum(&mut special, 3.0);
         assert_eq!(special[..2], [0.0, 1.0]);
@@ -415,7 +448,10 @@ mod tests {
         assert_eq!(exp_f32(0.0), 1.0);
         assert_eq!(exp_f32(-110.0), 0.0);
         assert_eq!(exp_f32(100.0), f32::INFINITY);
-        assert!((exp_f32(-90.0) as f64 / (-90f64).exp() - 1.0).abs() < 1e-2, "subnormal");
+        assert!(
+            (exp_f32(-90.0) as f64 / (-90f64).exp() - 1.0).abs() < 1e-2,
+            "subnormal"
+        );
         assert_eq!(tanh_f32(f32::INFINITY), 1.0);
         assert_eq!(tanh_f32(f32::NEG_INFINITY), -1.0);
         assert_eq!(tanh_f32(-0.0).to_bits(), (-0.0f32).to_bits());

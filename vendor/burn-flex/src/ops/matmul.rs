@@ -234,6 +234,34 @@ fn broadcast_batch_elem_strides(
     result
 }
 
+/// attnzoo's patch: the rows of `[B..., M, K] · [K, N]` as one matrix, when the right operand is
+/// the same for every batch (all its batch strides 0) and each batch's `M` rows follow on from
+/// the previous batch's at the row stride (axes of size 1 may have any stride). `None`
+/// otherwise, or with a single batch.
+fn shared_rhs_rows(
+    batch_shape: &[usize],
+    lhs_batch_strides: &[isize],
+    rhs_batch_strides: &[isize],
+    m: usize,
+    lhs_row_stride: isize,
+) -> Option<usize> {
+    let batch_size: usize = batch_shape.iter().product();
+    if batch_size < 2 || rhs_batch_strides.iter().any(|&stride| stride != 0) {
+        return None;
+    }
+    let mut next = lhs_row_stride.checked_mul(m as isize)?;
+    for (&size, &stride) in batch_shape.iter().zip(lhs_batch_strides).rev() {
+        if size == 1 {
+            continue;
+        }
+        if stride != next {
+            return None;
+        }
+        next = next.checked_mul(size as isize)?;
+    }
+    Some(batch_size * m)
+}
+
 /// Convert a flat batch index to an element offset using element-level strides.
 #[inline]
 fn batch_elem_offset(b: usize, broadcast_shape: &[usize], elem_strides: &[isize]) -> isize {
@@ -404,6 +432,37 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
     let lhs_start = lhs.layout().start_offset() as isize;
     let rhs_start = rhs.layout().start_offset() as isize;
     let out_data = &mut output.spare_capacity_mut()[..out_len];
+
+    // attnzoo's patch: a matrix shared by the whole batch (`x · W` with `x [B..., M, K]`, as a
+    // linear layer computes it) is one `[B·M, K] · [K, N]` product when the batch's rows follow
+    // on from each other at one stride (PyTorch folds it the same way): gemm packs `W` once and
+    // splits the rows between its threads, instead of one product and one packing per batch.
+    if let Some(rows) = shared_rhs_rows(
+        &broadcast_shape,
+        &lhs_batch_strides,
+        &rhs_batch_strides,
+        m,
+        lhs_row_stride,
+    ) {
+        unsafe {
+            gemm_call::<T>(
+                rows,
+                n,
+                k,
+                out_data.as_mut_ptr().cast(),
+                1,
+                n as isize,
+                lhs_data.as_ptr().offset(lhs_start),
+                lhs_col_stride,
+                lhs_row_stride,
+                rhs_data.as_ptr().offset(rhs_start),
+                rhs_col_stride,
+                rhs_row_stride,
+                get_parallelism(rows, n, k),
+            );
+        }
+        return into_product(output, out_len, out_shape);
+    }
 
     let per_matrix_ops = m.saturating_mul(n).saturating_mul(k);
 
@@ -1017,6 +1076,52 @@ mod tests {
         for (a, e) in values.iter().zip(expected.iter()) {
             assert!((a.to_f32() - e).abs() < 0.5, "bf16 matmul mismatch");
         }
+    }
+
+    /// `[B..., M, K] · [K, N]` by the definition, in `f64`.
+    fn naive_shared_rhs(lhs: &[f64], lhs_shape: [usize; 4], rhs: &[f64], n: usize) -> Vec<f64> {
+        let [b0, b1, m, k] = lhs_shape;
+        let mut out = vec![0.0; b0 * b1 * m * n];
+        for row in 0..b0 * b1 * m {
+            for j in 0..n {
+                out[row * n + j] = (0..k).map(|l| lhs[row * k + l] * rhs[l * n + j]).sum();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_matrix_shared_by_the_batch_multiplies_every_batch_s_rows() {
+        let (shape, n) = ([2, 3, 4, 5], 6);
+        let values =
+            |len: usize| -> Vec<f64> { (0..len).map(|i| ((i * 7) % 11) as f64 - 5.0).collect() };
+        let lhs_values = values(2 * 3 * 4 * 5);
+        let rhs_values = values(5 * n);
+        let expected = naive_shared_rhs(&lhs_values, shape, &rhs_values, n);
+        let lhs = || FlexTensor::from_data(TensorData::new(lhs_values.clone(), shape));
+        let product = |lhs: FlexTensor, rhs_shape: Vec<usize>| -> Vec<f64> {
+            let rhs = FlexTensor::from_data(TensorData::new(rhs_values.clone(), rhs_shape));
+            Flex::float_matmul(lhs, rhs)
+                .into_data()
+                .try_into_vec::<f64>()
+                .unwrap()
+        };
+        // Contiguous rows: one folded product, with the matrix as `[K, N]` or `[1, 1, K, N]`.
+        assert_eq!(product(lhs(), vec![5, n]), expected);
+        assert_eq!(product(lhs(), vec![1, 1, 5, n]), expected);
+        // Rows at a stride of 10 (the first 5 of 10 columns): folded at that stride.
+        let wide: Vec<f64> = lhs_values
+            .chunks(5)
+            .flat_map(|row| row.iter().copied().chain([f64::NAN; 5]))
+            .collect();
+        let wide = FlexTensor::from_data(TensorData::new(wide, [2, 3, 4, 10])).narrow(3, 0, 5);
+        assert_eq!(product(wide, vec![5, n]), expected);
+        // Batch axes swapped: the rows do not follow on, each batch is its own product.
+        let swapped = FlexTensor::from_data(TensorData::new(lhs_values.clone(), shape))
+            .transpose(0, 1)
+            .to_contiguous()
+            .transpose(0, 1);
+        assert_eq!(product(swapped, vec![5, n]), expected);
     }
 
     #[test]

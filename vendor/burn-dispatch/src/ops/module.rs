@@ -612,33 +612,16 @@ impl ModuleOps<Self> for Dispatch {
         )
     }
 
-    // attnzoo's patch: a linear layer reaches the backend as one op (0.22.1 left these to the
-    // default, a `matmul` and an `add`), so a backend's own `linear` and autodiff's backward of
-    // it (one weight-gradient product over all rows) run.
+    // attnzoo's patch: a linear layer reaches the backend as one op (0.22.1 left it to the
+    // default, a `matmul` and an `add`), so a backend's own `linear` and, under autodiff, its
+    // backward (one weight-gradient product over all rows) run. The backward functions need no
+    // forwarding: autodiff calls them on the backend it wraps.
     fn linear(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
         bias: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
         B::linear(x, weight, bias)
-    }
-
-    fn linear_x_backward(
-        weight: FloatTensor<Self>,
-        output_grad: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        B::linear_x_backward(weight, output_grad)
-    }
-
-    fn linear_weight_backward(
-        x: FloatTensor<Self>,
-        output_grad: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        B::linear_weight_backward(x, output_grad)
-    }
-
-    fn linear_bias_backward(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        B::linear_bias_backward(output_grad)
     }
 }
 

@@ -76,7 +76,7 @@ fn main() {
     };
     let checksum: f32 = context.sum().into_scalar();
     println!(
-        "{backend}: T={} {mask} exact attention, {path}, in {:.1} s, checksum {checksum:.3}, peak RSS {:.0} MiB",
+        "{backend}: T={} {mask} exact attention, {path}, in {:.2} s, checksum {checksum:.3}, peak RSS {:.0} MiB",
         args.len,
         start.elapsed().as_secs_f64(),
         peak_rss_mib().unwrap_or(f64::NAN)

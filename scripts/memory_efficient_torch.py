@@ -32,7 +32,7 @@ def main():
     mask = "causal" if args.causal else "full"
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads: T={args.len} {mask} exact "
-        f"attention in {seconds:.1f} s, checksum {checksum:.3f}, peak RSS {peak_mib:.0f} MiB"
+        f"attention in {seconds:.2f} s, checksum {checksum:.3f}, peak RSS {peak_mib:.0f} MiB"
     )
 
 

@@ -445,23 +445,22 @@ trait FlashGemm: Float + Pod + Copy + core::ops::AddAssign + Send + Sync {
     }
 }
 
-/// Scale, softcap, mask, causal limit and bias applied to a row of scores, in that order, each
-/// as its own loop over the row (which the compiler vectorises, where one loop testing every
-/// option per element did not); returns the row's maximum. `causal_end`: keys from that index
-/// on are masked (negative: all).
+/// Softcap, mask, causal limit and bias applied to a row of scores, in that order, each as its
+/// own loop over the row (which the compiler vectorises, where one loop testing every option per
+/// element did not); returns the row's maximum. `causal_end`: keys from that index on are masked
+/// (negative: all). The row comes scaled: the score product multiplies by the scale as it writes
+/// (gemm's `beta`, the same rounding as a pass of its own).
 ///
 /// attnzoo's patch, with [`FlashGemm::exp_shifted_sum`].
 #[inline]
 fn prepare_scores<T: FlashGemm>(
     row: &mut [T],
-    scale: T,
     softcap: Option<T>,
     mask: Option<&[u8]>,
     causal_end: Option<isize>,
     bias: Option<&[T]>,
 ) -> T {
     let neg_inf = T::neg_infinity();
-    row.iter_mut().for_each(|s| *s = *s * scale);
     if let Some(cap) = softcap {
         row.iter_mut().for_each(|s| *s = cap * (*s / cap).tanh());
     }
@@ -770,8 +769,8 @@ unsafe fn flash_attention_head<T: FlashGemm>(
             continue;
         }
 
-        // Step 1: Score matmul via gemm
-        // scores[seq_q, tile_kv] = Q[seq_q, head_dim] @ K_tile[tile_kv, head_dim]^T
+        // Step 1: Score matmul via gemm, scaled as gemm writes it (`beta`)
+        // scores[seq_q, tile_kv] = scale * Q[seq_q, head_dim] @ K_tile[tile_kv, head_dim]^T
         //
         // Q's rows are rows.q apart: rs=rows.q, cs=1
         // K_tile^T: treat K[tile_kv, head_dim] with swapped strides
@@ -793,18 +792,17 @@ unsafe fn flash_attention_head<T: FlashGemm>(
                 rhs_cs: rows.k as isize,
                 rhs_rs: 1,
                 alpha: T::zero(),
-                beta: T::one(),
+                beta: scale,
             });
         }
 
-        // Step 2: Apply scale/softcap/mask/bias, online softmax, rescale output
+        // Step 2: Apply softcap/mask/bias, online softmax, rescale output
         for qi in q_first..seq_q {
             let score_row = &mut scores[qi * tile_kv..(qi + 1) * tile_kv];
 
             let keys = qi * seq_kv + kv_start..qi * seq_kv + kv_end;
             let tile_max = prepare_scores(
                 score_row,
-                scale,
                 softcap,
                 mask.map(|m| &m[keys.clone()]),
                 causal_offset.map(|offset| qi as isize + offset + 1 - kv_start as isize),
@@ -1066,8 +1064,8 @@ where
 
 /// Process a single (batch, head) pair with naive (non-tiled) attention.
 ///
-/// 1. scores[seq_q, seq_kv] = Q @ K^T              (one gemm)
-/// 2. Apply scale/softcap/mask/causal/bias + softmax (per-row)
+/// 1. scores[seq_q, seq_kv] = scale * Q @ K^T      (one gemm)
+/// 2. Apply softcap/mask/causal/bias + softmax       (per-row)
 /// 3. output[seq_q, val_dim] = scores @ V            (one gemm)
 ///
 /// `q`, `k` and `v` start at the head's first row, their rows `p.rows` apart ([`HeadRows`]).
@@ -1100,7 +1098,7 @@ unsafe fn naive_attention_head<T: FlashGemm>(
     debug_assert!(k.len() >= (seq_kv - 1) * rows.k + head_dim);
     debug_assert!(v.len() >= (seq_kv - 1) * rows.v + val_dim);
 
-    // scores = Q @ K^T
+    // scores = scale * Q @ K^T (gemm's `beta`)
     unsafe {
         T::block_gemm(BlockGemmArgs {
             m: seq_q,
@@ -1117,7 +1115,7 @@ unsafe fn naive_attention_head<T: FlashGemm>(
             rhs_cs: rows.k as isize,
             rhs_rs: 1,
             alpha: T::zero(),
-            beta: T::one(),
+            beta: scale,
         });
     }
 
@@ -1127,7 +1125,6 @@ unsafe fn naive_attention_head<T: FlashGemm>(
         let keys = qi * seq_kv..(qi + 1) * seq_kv;
         let row_max = prepare_scores(
             row,
-            scale,
             softcap,
             mask.map(|m| &m[keys.clone()]),
             causal_offset.map(|offset| qi as isize + offset + 1),

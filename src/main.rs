@@ -4,7 +4,7 @@ mod commands;
 
 use std::process::ExitCode;
 
-use attnzoo_backends::DeviceArgs;
+use attnzoo_backends::{DeviceArgs, ZeroWritingAllocator};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -77,6 +77,10 @@ fn given(matches: &ArgMatches, name: &str) -> Vec<String> {
         .map(|id| id.to_string())
         .collect()
 }
+
+/// flex's and ndarray's zeroed tensors written, not left to the kernel's shared page of zeros.
+#[global_allocator]
+static ALLOCATOR: ZeroWritingAllocator = ZeroWritingAllocator;
 
 fn main() -> ExitCode {
     attnzoo_backends::keep_freed_memory();

@@ -825,16 +825,22 @@ unsafe fn flash_attention_head<T: FlashGemm>(
 
             let tile_sum = T::exp_shifted_sum(score_row, new_max);
 
+            // Rescale the output accumulator; the row's first visible tile writes it instead
+            // (attnzoo's patch): the output comes zeroed from the allocator, and a zeroed page
+            // read before its first write is mapped to the shared zero page, so that the write
+            // then copies it and flushes the page from every core's TLB (an interrupt to the
+            // other threads). Exact attention at T = 16,384 on 2 cores, 8 heads: 2.6 s reading the
+            // output first, 2.4 s writing it (causal: 1.4 s, 1.2–1.3 s).
             let correction = if row_max[qi] == neg_inf {
+                out_row(qi).fill(T::zero());
                 T::zero()
             } else {
-                (row_max[qi] - new_max).exp()
+                let correction = (row_max[qi] - new_max).exp();
+                for o in out_row(qi).iter_mut() {
+                    *o = *o * correction;
+                }
+                correction
             };
-
-            // Rescale existing output accumulator
-            for o in out_row(qi).iter_mut() {
-                *o = *o * correction;
-            }
 
             row_sum[qi] = row_sum[qi] * correction + tile_sum;
             row_max[qi] = new_max;

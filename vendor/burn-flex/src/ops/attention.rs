@@ -403,7 +403,7 @@ where
     let parallel = params.should_parallelize(batch * heads);
     let scratch = || ScratchBuffers::new(seq_q.min(Q_BLOCK));
     for_each_head(
-        &mut output,
+        (output.as_mut_ptr(), output.len()),
         &o_rows,
         [batch, heads],
         parallel,
@@ -672,9 +672,10 @@ impl HeadRows {
 
 /// Runs `run_head(scratch, index, first output row)` for each of the `batch · heads` pairs, on
 /// rayon's threads when `parallel` (each job with its own `scratch()`), else one after another.
-/// `run_head` must write only the rows of its own head.
+/// `run_head` must write only the rows of its own head. `output` holds `len` elements, not
+/// necessarily initialised (the naive kernel writes every one).
 fn for_each_head<T, S>(
-    output: &mut [T],
+    (output, len): (*mut T, usize),
     rows: &HeadRows,
     [batch, heads]: [usize; 2],
     parallel: bool,
@@ -682,11 +683,11 @@ fn for_each_head<T, S>(
     run_head: impl Fn(&mut S, usize, *mut T) + Send + Sync,
 ) {
     let start = |index: usize| rows.start(index / heads, index % heads);
-    debug_assert!(batch * heads == 0 || start(batch * heads - 1) < output.len());
+    debug_assert!(batch * heads == 0 || start(batch * heads - 1) < len);
     #[cfg(feature = "rayon")]
     if parallel {
         use rayon::prelude::*;
-        let output = super::SendMutPtr::new(output.as_mut_ptr());
+        let output = super::SendMutPtr::new(output);
         (0..batch * heads)
             .into_par_iter()
             .for_each_init(scratch, |s, index| {
@@ -696,7 +697,6 @@ fn for_each_head<T, S>(
     }
     let _ = parallel;
     let mut s = scratch();
-    let output = output.as_mut_ptr();
     for index in 0..batch * heads {
         run_head(&mut s, index, unsafe { output.add(start(index)) });
     }
@@ -999,18 +999,22 @@ where
         .map(|b| (b.batch_step, b.head_step))
         .unwrap_or((0, 0));
 
-    let mut output = vec![T::zero(); batch * heads * seq_q * val_dim];
+    let out_len = batch * heads * seq_q * val_dim;
     let o_rows = HeadRows::output_like(&q_rows, heads, seq_q, val_dim);
 
     let mask_tile_len = seq_q * seq_kv;
 
-    if output.is_empty() || seq_kv == 0 {
+    if out_len == 0 || seq_kv == 0 {
         return FlexTensor::new(
-            Bytes::from_elems(output),
+            Bytes::from_elems(vec![T::zero(); out_len]),
             Layout::contiguous(burn_std::Shape::from(vec![batch, heads, seq_q, val_dim])),
             T::dtype(),
         );
     }
+    // attnzoo's patch: uninitialised, as a product's output ([`super::matmul`]): the value
+    // product writes every element (a fully masked row's weights are zeros), so zeroing it first
+    // was a pass over the whole output for nothing.
+    let mut output = Vec::with_capacity(out_len);
 
     let params = AttentionParams {
         scale,
@@ -1058,13 +1062,16 @@ where
     let parallel = params.should_parallelize(batch * heads);
     let scratch = || vec![T::zero(); seq_q * seq_kv];
     for_each_head(
-        &mut output,
+        (output.as_mut_ptr(), out_len),
         &o_rows,
         [batch, heads],
         parallel,
         scratch,
         run_head,
     );
+    // SAFETY: every head's value product wrote its `seq_q` rows of `val_dim` elements, and the
+    // heads' rows together are the whole output.
+    unsafe { output.set_len(out_len) };
     o_rows.into_tensor(output, [batch, heads, seq_q, val_dim])
 }
 

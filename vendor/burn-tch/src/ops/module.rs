@@ -11,6 +11,17 @@ use burn_backend::{
 };
 
 impl ModuleOps<Self> for LibTorch {
+    /// attnzoo's patch: PyTorch's own `linear` (`torch.nn.functional.linear`: for an input whose
+    /// leading axes fold into rows, one `addmm` that adds the bias as the product is written),
+    /// where Burn's default ran a `matmul` and then an `add` over the whole product. Burn's
+    /// weight is `[d_input, d_output]`, PyTorch's `[d_output, d_input]`: `tr()` is a view.
+    fn linear(x: TchTensor, weight: TchTensor, bias: Option<TchTensor>) -> TchTensor {
+        let output = x
+            .tensor
+            .linear(&weight.tensor.tr(), bias.as_ref().map(|bias| &bias.tensor));
+        TchTensor::new(output)
+    }
+
     fn embedding(weights: TchTensor, indices: TchTensor) -> TchTensor {
         // Workaround for MPS "Placeholder storage has not been allocated" error.
         // See: https://github.com/pytorch/pytorch/issues/123995

@@ -1060,7 +1060,7 @@ where
         }
     };
     let parallel = params.should_parallelize(batch * heads);
-    let scratch = || vec![T::zero(); seq_q * seq_kv];
+    let scratch = || vec![T::zero(); seq_q * (seq_kv + 1)];
     for_each_head(
         (output.as_mut_ptr(), out_len),
         &o_rows,
@@ -1078,10 +1078,15 @@ where
 /// Process a single (batch, head) pair with naive (non-tiled) attention.
 ///
 /// 1. scores[seq_q, seq_kv] = scale * Q @ K^T      (one gemm)
-/// 2. Apply softcap/mask/causal/bias + softmax       (per-row)
+/// 2. Apply softcap/mask/causal/bias, then exp(s - max) and its sum (per row)
 /// 3. output[seq_q, val_dim] = scores @ V            (one gemm)
+/// 4. Each output row divided by its sum
 ///
 /// `q`, `k` and `v` start at the head's first row, their rows `p.rows` apart ([`HeadRows`]).
+/// `scratch` holds `seq_q · (seq_kv + 1)` elements: the scores, then each row's `1 / sum`.
+///
+/// attnzoo's patch: step 4 was each weight divided by its row's sum before the product, a pass
+/// over `seq_kv` elements per row where this one is over `val_dim` (the flash kernel's order).
 ///
 /// # Safety
 /// `output` must be valid for `p.seq_q` rows of `p.val_dim` elements, `p.rows.o` apart, that no
@@ -1091,7 +1096,7 @@ unsafe fn naive_attention_head<T: FlashGemm>(
     k: &[T],
     v: &[T],
     output: *mut T,
-    scores: &mut [T],
+    scratch: &mut [T],
     p: &AttentionParams<T>,
     mask_bias: (Option<&[u8]>, Option<&[T]>),
 ) {
@@ -1110,6 +1115,8 @@ unsafe fn naive_attention_head<T: FlashGemm>(
     debug_assert!(q.len() >= (seq_q - 1) * rows.q + head_dim);
     debug_assert!(k.len() >= (seq_kv - 1) * rows.k + head_dim);
     debug_assert!(v.len() >= (seq_kv - 1) * rows.v + val_dim);
+
+    let (scores, inv_sums) = scratch.split_at_mut(seq_q * seq_kv);
 
     // scores = scale * Q @ K^T (gemm's `beta`)
     unsafe {
@@ -1146,18 +1153,14 @@ unsafe fn naive_attention_head<T: FlashGemm>(
 
         if row_max == neg_inf {
             row.fill(T::zero());
+            inv_sums[qi] = T::zero();
             continue;
         }
 
-        let sum = T::exp_shifted_sum(row, row_max);
-
-        let inv_sum = T::one() / sum;
-        for s in row.iter_mut() {
-            *s = *s * inv_sum;
-        }
+        inv_sums[qi] = T::one() / T::exp_shifted_sum(row, row_max);
     }
 
-    // output = softmax(scores) @ V
+    // output = exp(scores - max) @ V
     unsafe {
         T::block_gemm(BlockGemmArgs {
             m: seq_q,
@@ -1176,6 +1179,12 @@ unsafe fn naive_attention_head<T: FlashGemm>(
             alpha: T::zero(),
             beta: T::one(),
         });
+    }
+
+    for (qi, &inv_sum) in inv_sums.iter().enumerate() {
+        // SAFETY: the caller's `output` holds `seq_q` rows of `val_dim` elements, `rows.o` apart.
+        let row = unsafe { core::slice::from_raw_parts_mut(output.add(qi * rows.o), val_dim) };
+        row.iter_mut().for_each(|o| *o = *o * inv_sum);
     }
 }
 

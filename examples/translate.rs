@@ -11,9 +11,9 @@ fn main() -> Result<(), attnzoo::Error> {
     let dir = std::env::args().nth(1).unwrap_or("runs/demo/model".into());
     let device = Backend::Ndarray.open(DeviceSpec::Cpu)?;
     let translator = Translator::load(&dir, &device)?;
-    let german = ["Wo ist der Bahnhof?", "Ich habe keine Zeit."];
-    let greedy = translator.translate(&german, &DecodeConfig::default())?;
-    let beam = translator.translate(&german, &DecodeConfig::beam(5))?;
+    let german = ["Wo ist der Bahnhof?", "Ich bin müde. Ich habe keine Zeit."];
+    let greedy = translator.translate_text(&german, &DecodeConfig::default())?;
+    let beam = translator.translate_text(&german, &DecodeConfig::beam(5))?;
     for ((de, greedy), beam) in german.iter().zip(greedy).zip(beam) {
         println!("{de}\n  greedy: {greedy}\n  beam 5: {beam}");
     }

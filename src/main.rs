@@ -41,7 +41,8 @@ enum Command {
     },
     /// Trains a translation model (German → English), checkpointing every epoch.
     Train(train::Args),
-    /// Translates German sentences from stdin, one per line, into English on stdout.
+    /// Translates German text from stdin into English on stdout, line by line, each sentence of a
+    /// line on its own.
     Translate(translate::Args),
     /// BLEU and chrF of a checkpoint on a corpus split.
     Eval(eval::Args),

@@ -153,6 +153,25 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         let lexicon = &answer["attention"]["lexicon"];
         assert_eq!((len(lexicon), len(&lexicon[0])), (t, s), "{lexicon}");
     }
+    // Two sentences: each translated on its own (a model stops after one), the attention the
+    // first one's.
+    let two = format!("{SENTENCE} Ich bin müde.");
+    let (status, answer) = post(&app, "/api/translate", json!({ "text": two })).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let expected = translator
+        .translate_text(&[two.as_str()], &DecodeConfig::default())
+        .unwrap();
+    assert_eq!(answer["translation"], expected[0]);
+    assert_eq!(answer["sentences"], 2);
+    let first = translator
+        .attend(SENTENCE, &DecodeConfig::default())
+        .unwrap();
+    assert_eq!(answer["source_tokens"], json!(first.source));
+    assert!(
+        expected[0].starts_with(&first.translation),
+        "{}",
+        expected[0]
+    );
     let (status, answer) = post(
         &app,
         "/api/translate",
@@ -267,9 +286,37 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         unprocessable,
         "unknown field",
     );
-    for beam in [json!(0), json!(17), json!(-1), json!(1.5), json!(1e30)] {
-        let answer = translate(json!({"text": SENTENCE, "beam": beam})).await;
-        assert_eq!(answer.0, unprocessable, "beam {beam}: {}", answer.1);
+    for beam in [
+        json!(0),
+        json!(17),
+        json!(-1),
+        json!(1.5),
+        json!(1e30),
+        json!("5"),
+    ] {
+        assert_refused(
+            translate(json!({"text": SENTENCE, "beam": beam})).await,
+            unprocessable,
+            "is not a whole number in 1–16",
+        );
+    }
+    // A byte-order mark before the JSON is skipped.
+    let marked = format!("\u{feff}{}", json!({ "text": SENTENCE }));
+    let (status, answer) = call(&app, "POST", "/api/translate", Body::from(marked)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // A POST where none is taken is a wrong route or method, whatever its body.
+    for (uri, status) in [
+        ("/health", StatusCode::METHOD_NOT_ALLOWED),
+        ("/nope", StatusCode::NOT_FOUND),
+    ] {
+        let plain = Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header("content-type", "text/plain")
+            .body(Body::from("x"))
+            .unwrap();
+        let response = app.clone().oneshot(plain).await.unwrap();
+        assert_eq!(response.status(), status, "POST {uri}");
     }
     assert_refused(
         translate(json!({"text": "  \n"})).await,
@@ -579,12 +626,19 @@ fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
     let transformer = transformer.to_str().unwrap();
     let twice = format!("{transformer}/");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let taken = taken.local_addr().unwrap().to_string();
-    let cases: [(&[&str], i32, &str); 8] = [
+    let taken = taken.local_addr().unwrap();
+    let taken_by_name = format!("localhost:{}", taken.port());
+    let taken = taken.to_string();
+    let cases: [(&[&str], i32, &str); 10] = [
         (&["--queue", "0"], 2, "queue"),
         (&["--timeout", "nan"], 2, "finite"),
         (&["--timeout", "1e-12"], 2, "[0.1, 3600]"),
-        (&["--addr", "localhost"], 2, "--addr"),
+        (
+            &["--addr", "localhost"],
+            2,
+            "IP:PORT such as 127.0.0.1:8080",
+        ),
+        (&["--addr", "localhost:99999"], 2, "not a port number"),
         (&["--checkpoint", missing], 2, "missing"),
         (&["--model-dir", missing], 2, "fetch-minilm"),
         (
@@ -594,6 +648,12 @@ fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
         ),
         (
             &["--checkpoint", transformer, "--addr", &taken],
+            1,
+            "cannot listen on",
+        ),
+        // localhost:PORT is 127.0.0.1:PORT, here the taken one.
+        (
+            &["--checkpoint", transformer, "--addr", &taken_by_name],
             1,
             "cannot listen on",
         ),

@@ -82,6 +82,10 @@ fn describe(backend: Backend, device: &Device) -> String {
     if let Some(identity) = device.identity() {
         return format!("{} ({})", identity.name, identity.fingerprint);
     }
+    #[cfg(feature = "tch")]
+    if backend == Backend::Tch && *device == Device::libtorch() {
+        return "CPU (LibTorch)".to_string();
+    }
     match backend {
         Backend::Ndarray => "CPU (burn-ndarray)".to_string(),
         Backend::Flex => "CPU (burn-flex)".to_string(),

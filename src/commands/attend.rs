@@ -13,7 +13,8 @@ use super::translate::ModelArgs;
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// The German sentence (cut at the model's longest source, at most 60 tokens)
+    /// The German sentence (cut at the model's longest source, at most 60 tokens; of several, the
+    /// first)
     sentence: String,
     /// Output folder
     #[arg(long, default_value = "runs/attend")]
@@ -24,7 +25,14 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
     let translator = args.model.load()?;
-    let attention = translator.attend(&args.sentence, &DecodeConfig::default())?;
+    let text = translator.attend_text(&args.sentence, &DecodeConfig::default())?;
+    if !text.rest.is_empty() {
+        attnzoo::note!(
+            "warning: the text has {} sentences; drawing the attention behind the first",
+            text.rest.len() + 1
+        );
+    }
+    let attention = text.first;
     if attention.cut {
         let shown = attention.source.len();
         attnzoo::note!(

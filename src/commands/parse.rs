@@ -56,6 +56,23 @@ pub fn timeout_seconds(text: &str) -> Result<f64, String> {
     validate::timeout_seconds(number(text)?)
 }
 
+/// An address to listen on, `IP:PORT`; `localhost:PORT` is `127.0.0.1:PORT`.
+pub fn listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("`{port}` is not a port number in 0–65535"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "`{text}` is not an address to listen on: IP:PORT such as 127.0.0.1:8080 or \
+             [::1]:8080, or localhost:PORT"
+        )
+    })
+}
+
 /// A queue length, 1 to [`validate::MAX_QUEUE`].
 pub fn queue_length(text: &str) -> Result<usize, String> {
     validate::queue_length(number(text)?)

@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long)]
     model_dir: Option<PathBuf>,
     /// Address to listen on (another host than 127.0.0.1 exposes the models to the network)
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse::listen_addr)]
     addr: SocketAddr,
     /// Requests that may wait for the models; more are answered 503
     #[arg(long, default_value_t = 16, value_parser = parse::queue_length, allow_negative_numbers = true)]

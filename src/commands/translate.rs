@@ -66,12 +66,12 @@ pub struct Args {
     decode: DecodeArgs,
 }
 
-/// Translates every stdin line, in order; an empty line stays empty.
+/// Translates every stdin line, in order, sentence by sentence; an empty line stays empty.
 pub fn run(args: Args) -> Result<()> {
     let mut out = Stdout::open()?;
     let translator = args.model.load()?;
-    let sentences = read_lines(std::io::stdin().lock(), "stdin")?;
-    for line in translator.translate(&sentences, &args.decode.config())? {
+    let lines = read_lines(std::io::stdin().lock(), "stdin")?;
+    for line in translator.translate_text(&lines, &args.decode.config())? {
         out.line(line)?;
     }
     out.finish()

@@ -22,7 +22,7 @@ use crate::attention_maps::{rollout, AttentionMaps, Matrix};
 use crate::error::Error;
 use crate::sentence_embedding::SelfAttention;
 use crate::translation::decode::DEFAULT_ALPHA;
-use crate::translation::{Attention, DecodeConfig, Search};
+use crate::translation::{DecodeConfig, Search, TextAttention};
 
 /// The largest request body, in bytes (413 beyond).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -137,16 +137,20 @@ impl From<Error> for ApiError {
     }
 }
 
-/// Refuses a POST that is not JSON (415; a web page elsewhere cannot send JSON without the
-/// server's consent, so it cannot fill the queue) or says it is too large (413, before it is
-/// read); gives any error answer without a JSON body (a layer's 408, say) one naming it.
+/// The routes that take a POST, with a JSON body.
+const JSON_ROUTES: [&str; 2] = ["/api/translate", "/api/encode"];
+
+/// Refuses a POST to a [`JSON_ROUTES`] route that is not JSON (415; a web page elsewhere cannot
+/// send JSON without the server's consent, so it cannot fill the queue) or says it is too large
+/// (413, before it is read); a POST elsewhere goes on to its 404 or 405. Gives any error answer
+/// without a JSON body (a layer's 408, say) one naming it.
 async fn checked(
     State(timeout): State<Duration>,
     request: HttpRequest,
     next: Next,
 ) -> HttpResponse {
     let headers = request.headers();
-    if request.method() == Method::POST {
+    if request.method() == Method::POST && JSON_ROUTES.contains(&request.uri().path()) {
         let content_type = headers
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
@@ -207,9 +211,11 @@ pub(super) async fn loopback_host(request: HttpRequest, next: Next) -> HttpRespo
 
 /// `body` as `T`: malformed JSON is 400; anything but an object, a wrong type, a missing or
 /// unknown field 422.
+/// A UTF-8 byte-order mark before the JSON is skipped (RFC 8259 lets a parser ignore it).
 fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     let body = body?;
-    let value: Value = serde_json::from_slice(&body).map_err(|error| {
+    let json = body.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&body);
+    let value: Value = serde_json::from_slice(json).map_err(|error| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             format!("the request body is not JSON: {error}"),
@@ -283,7 +289,8 @@ async fn models(State(app): State<App>) -> Json<Value> {
 struct TranslateBody {
     text: String,
     model: Option<String>,
-    beam: Option<usize>,
+    /// Any JSON, so that a wrong one is named in the request's terms, not serde's.
+    beam: Option<Value>,
 }
 
 /// Per layer and head, `[layer][head][query][key]`, as the page draws them.
@@ -303,10 +310,13 @@ struct TranslationRollout {
     cross: Matrix,
 }
 
+/// The translation of the whole text; tokens and attention of its first sentence.
 #[derive(Serialize)]
 struct Translated<'a> {
     model: &'a str,
-    translation: &'a str,
+    translation: String,
+    /// How many sentences the text holds.
+    sentences: usize,
     source_tokens: &'a [String],
     target_tokens: &'a [String],
     decoder_inputs: &'a [String],
@@ -349,12 +359,18 @@ async fn translate(
             ),
         )
     })?;
-    let beam = body.beam.unwrap_or(1);
-    if !(1..=MAX_BEAM).contains(&beam) {
-        return Err(ApiError::unprocessable(format!(
-            "beam: {beam} is not in 1–{MAX_BEAM}"
-        )));
-    }
+    let beam = match &body.beam {
+        None => 1,
+        Some(beam) => beam
+            .as_u64()
+            .and_then(|beam| usize::try_from(beam).ok())
+            .filter(|beam| (1..=MAX_BEAM).contains(beam))
+            .ok_or_else(|| {
+                ApiError::unprocessable(format!(
+                    "beam: {beam} is not a whole number in 1–{MAX_BEAM} (1 is greedy search)"
+                ))
+            })?,
+    };
     let decode = DecodeConfig {
         search: Search::of_beam(beam, DEFAULT_ALPHA),
         ..DecodeConfig::default()
@@ -372,10 +388,12 @@ async fn translate(
     Ok(Json(translated(&models[model].name, &attention)).into_response())
 }
 
-fn translated<'a>(model: &'a str, attention: &'a Attention) -> Translated<'a> {
+fn translated<'a>(model: &'a str, text: &'a TextAttention) -> Translated<'a> {
+    let attention = &text.first;
     Translated {
         model,
-        translation: &attention.translation,
+        translation: text.translation(),
+        sentences: 1 + text.rest.len(),
         source_tokens: &attention.source,
         target_tokens: &attention.target,
         decoder_inputs: &attention.decoder_inputs,

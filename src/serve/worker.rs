@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use crate::sentence_embedding::{SelfAttention, SentenceEmbedder};
-use crate::translation::{Attention, DecodeConfig, Translator};
+use crate::translation::{DecodeConfig, TextAttention, Translator};
 
 /// What a loaded model is, as `GET /api/models` lists it.
 #[derive(Clone, Debug, Serialize)]
@@ -69,7 +69,7 @@ pub enum Request {
 #[derive(Clone, Debug)]
 pub enum Response {
     /// A translation and its attention.
-    Translated(Box<Attention>),
+    Translated(Box<TextAttention>),
     /// Self-attention of one or two sentences.
     Encoded {
         /// Over the text.
@@ -85,7 +85,7 @@ pub enum Response {
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
     /// The queue is full.
-    #[error("the server is busy: {0} requests are waiting; try again shortly")]
+    #[error("the server is busy: its queue of {0} waiting requests is full; try again shortly")]
     Busy(usize),
     /// The model thread has stopped.
     #[error("the model thread has stopped")]
@@ -312,7 +312,7 @@ fn answer(models: &Models, request: Request) -> Result<Response> {
             decode,
         } => match models.translators.get(model) {
             Some(translator) => Ok(Response::Translated(Box::new(
-                translator.attend(&text, &decode)?,
+                translator.attend_text(&text, &decode)?,
             ))),
             None => Err(Error::Input(format!("model {model} does not translate"))),
         },

@@ -1,7 +1,8 @@
 //! German→English translation: the corpus, vocabularies, training, checkpoints, decoding and
 //! BLEU/chrF. The models live in `attnzoo_models::seq2seq`.
 //!
-//! The verbs: [`Translator::load`] then [`Translator::translate`], and [`train`] (a
+//! The verbs: [`Translator::load`] then [`Translator::translate_text`] (or
+//! [`Translator::translate`], one sentence per string), and [`train`] (a
 //! [`TrainSpec`] into a run folder, whose files a [`Checkpoint`] reads and writes).
 //!
 //! Files: `recipe.rs` (what to train, and [`train`]), `train_config.rs` (the optimisation and
@@ -18,6 +19,7 @@ pub mod lookup;
 pub mod metrics;
 mod recipe;
 pub mod report;
+pub mod sentences;
 mod train_config;
 mod train_state;
 mod training_loop;
@@ -30,4 +32,4 @@ pub use lookup::DictionaryLookup;
 pub use recipe::{train, AttentionKind, ModelKind, TrainSpec};
 pub use train_config::TrainConfig;
 pub use train_state::{EpochRecord, TrainState};
-pub use translator::{Attention, Evaluation, Translator};
+pub use translator::{Attention, Evaluation, TextAttention, Translator};

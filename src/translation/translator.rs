@@ -5,7 +5,7 @@
 //! use attnzoo::translation::{DecodeConfig, Translator};
 //! let device = attnzoo_backends::Backend::Ndarray.open(Default::default())?;
 //! let translator = Translator::load("runs/demo/model", &device)?;
-//! let english = translator.translate(&["Wo ist der Bahnhof?"], &DecodeConfig::default())?;
+//! let english = translator.translate_text(&["Ich bin müde. Wo ist der Bahnhof?"], &DecodeConfig::default())?;
 //! # Ok(()) }
 //! ```
 
@@ -19,6 +19,7 @@ use super::copy::fill;
 use super::corpus::Pair;
 use super::decode::{best, decode, DecodeConfig};
 use super::metrics::{corpus_bleu, corpus_chrf, Bleu};
+use super::sentences;
 use super::vocab::{BOS, BOS_ID, EOS, EOS_ID, PAD_ID, UNK_ID};
 use crate::attention_maps::{maps_of, rollout, rollout_through, AttentionMaps, Matrix};
 use crate::error::{Error, Result};
@@ -98,7 +99,38 @@ impl Translator {
         Ok(self.checkpoint.vocab.source(sentence, max_len))
     }
 
-    /// English translations of German `sentences`, in order; an empty sentence stays empty.
+    /// English translations of German `texts`, in order: each text cut into its sentences
+    /// ([`sentences::split`]), each sentence translated on its own (the models learnt from one
+    /// sentence per example, and stop after the first), the translations joined by a space. A
+    /// blank text stays empty.
+    pub fn translate_text<S: AsRef<str>>(
+        &self,
+        texts: &[S],
+        config: &DecodeConfig,
+    ) -> Result<Vec<String>> {
+        let split: Vec<Vec<&str>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let text = validate::sentence(text.as_ref())
+                    .map_err(|why| Error::Input(format!("sentence {}: {why}", i + 1)))?;
+                Ok(sentences::split(text))
+            })
+            .collect::<Result<_>>()?;
+        let flat: Vec<&str> = split.iter().flatten().copied().collect();
+        let mut translated = self.translate(&flat, config)?.into_iter();
+        Ok(split
+            .iter()
+            .map(|parts| {
+                let parts: Vec<String> = translated.by_ref().take(parts.len()).collect();
+                parts.join(" ")
+            })
+            .collect())
+    }
+
+    /// English translations of German `sentences`, one sequence each, in order (a corpus's
+    /// sentences, as [`Translator::evaluate`] scores them; [`Translator::translate_text`] for text
+    /// that may hold several sentences); an empty sentence stays empty.
     pub fn translate<S: AsRef<str>>(
         &self,
         sentences: &[S],
@@ -154,6 +186,22 @@ impl Translator {
             bleu: corpus_bleu(&hypotheses, &references)?,
             chrf: corpus_chrf(&hypotheses, &references)?,
             hypotheses,
+        })
+    }
+
+    /// [`Translator::attend`] for the first sentence of `text` ([`sentences::split`]), and the
+    /// translations of the others.
+    pub fn attend_text(&self, text: &str, config: &DecodeConfig) -> Result<TextAttention> {
+        let text = validate::sentence(text).map_err(Error::Input)?;
+        let split = sentences::split(text);
+        let Some((first, rest)) = split.split_first() else {
+            return Err(Error::Input(
+                "nothing to translate: the sentence is empty".into(),
+            ));
+        };
+        Ok(TextAttention {
+            first: self.attend(first, config)?,
+            rest: self.translate(rest, config)?,
         })
     }
 
@@ -236,6 +284,27 @@ impl Translator {
             decoder: maps_of(maps.decoder)?,
             lexicon,
         })
+    }
+}
+
+/// What the attention explorer shows for a text: the attention behind its first sentence and
+/// the translations of the sentences after it.
+#[derive(Clone, Debug)]
+pub struct TextAttention {
+    /// [`Translator::attend`] of the first sentence.
+    pub first: Attention,
+    /// The translations of the other sentences, in order.
+    pub rest: Vec<String>,
+}
+
+impl TextAttention {
+    /// The whole text's translation, as [`Translator::translate_text`] gives it.
+    pub fn translation(&self) -> String {
+        std::iter::once(&self.first.translation)
+            .chain(&self.rest)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 

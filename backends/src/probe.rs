@@ -77,6 +77,7 @@ fn probe_uncached(backend: Backend) -> Probe {
     }
 }
 
+#[allow(deprecated)] // burn-tch is deprecated in Burn 0.22 but still supported.
 fn describe(backend: Backend, device: &Device) -> String {
     #[cfg(any(feature = "wgpu", feature = "cuda"))]
     if let Some(identity) = device.identity() {

@@ -140,7 +140,7 @@ impl Heatmap<'_> {
         for (row, label) in self.row_labels.iter().enumerate() {
             let y = top + row as i32 * cell;
             root.draw(&Text::new(
-                printable(label),
+                printable(&token_label(label)),
                 (left - 6, y + cell / 2),
                 right.clone(),
             ))
@@ -158,8 +158,12 @@ impl Heatmap<'_> {
             .pos(Pos::new(HPos::Left, VPos::Center));
         for (col, label) in self.col_labels.iter().enumerate() {
             let x = left + col as i32 * cell + cell / 2;
-            root.draw(&Text::new(printable(label), (x, top - 6), vertical.clone()))
-                .map_err(failed)?;
+            root.draw(&Text::new(
+                printable(&token_label(label)),
+                (x, top - 6),
+                vertical.clone(),
+            ))
+            .map_err(failed)?;
         }
         self.draw_colour_bar(root, &font).map_err(failed)?;
         root.present().map_err(failed)
@@ -187,6 +191,18 @@ impl Heatmap<'_> {
     }
 }
 
+/// A token as the attention explorer labels it: a word piece's continuation mark `##` as `-`,
+/// a word-initial `▁` as `·`.
+fn token_label(token: &str) -> String {
+    if let Some(rest) = token.strip_prefix("##") {
+        format!("-{rest}")
+    } else if let Some(rest) = token.strip_prefix('▁') {
+        format!("·{rest}")
+    } else {
+        token.to_string()
+    }
+}
+
 /// `text` without control characters (they have no glyph, and XML forbids most of them).
 fn printable(text: &str) -> String {
     text.chars()
@@ -201,7 +217,7 @@ mod tests {
     #[test]
     fn writes_a_png_and_an_svg_with_one_cell_per_weight_and_the_labels() {
         let rows = vec!["a<b".to_string(), "c\u{1}\u{1b}[31m".to_string()];
-        let cols = vec!["x".to_string(), "y".to_string(), "z".to_string()];
+        let cols = vec!["x".to_string(), "##le".to_string(), "▁z".to_string()];
         let weights = [1.0, 0.0, 0.0, 0.2, 0.3, 0.5];
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path();
@@ -218,6 +234,10 @@ mod tests {
             svg.matches("<rect").count(),
             1 + 6 + BAR_STEPS as usize,
             "background, six cells and the colour bar"
+        );
+        assert!(
+            svg.contains("\n-le\n") && svg.contains("\n·z\n") && !svg.contains("##"),
+            "word pieces labelled as the explorer labels them: {svg}"
         );
         assert!(
             svg.contains("a&lt;b") && svg.contains("#0000FF") && svg.contains("#FFFFFF"),

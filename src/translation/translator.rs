@@ -341,7 +341,11 @@ impl Attention {
                 } else {
                     (
                         format!("attention-layer{}-head{}", layer + 1, head + 1),
-                        format!("layer {} head {}: {sentence}", layer + 1, head + 1),
+                        format!(
+                            "cross-attention layer {} head {}: {sentence}",
+                            layer + 1,
+                            head + 1
+                        ),
                     )
                 };
                 let path = out.join(stem);

@@ -632,11 +632,17 @@ fn files_streams_and_folders_are_checked() {
         cases.push(case("check|--backend|tch", 2, "--features tch"));
     }
     // A 400-word sentence: the heatmap shows its first tokens only (at most 60).
-    let long = "Der Hund schläft heute. ".repeat(80);
+    let long = "Der Hund schläft heute, ".repeat(80);
     cases.push(case(
         &format!("attend|--checkpoint|{{dir}}/model|--out|{{dir}}/long|{long}"),
         0,
         "translating the first",
+    ));
+    // Two sentences: the heatmaps are the first one's, and a note says so.
+    cases.push(case(
+        "attend|--checkpoint|{dir}/model|--out|{dir}/two|Der Hund schläft. Die Katze läuft.",
+        0,
+        "the text has 2 sentences; drawing the attention behind the first",
     ));
     // A tokenizer with more tokens than the model's vocabulary.
     let minilm = attnzoo::sentence_embedding::default_model_dir();

@@ -560,9 +560,10 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
 
     if let Some(chromium) = chromium() {
         let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        // The page asks for beam 5 unless its address names a beam.
         let expected = Translator::load(&transformer, &device)
             .unwrap()
-            .translate(&[SENTENCE], &DecodeConfig::default())
+            .translate(&[SENTENCE], &DecodeConfig::beam(5))
             .unwrap()
             .remove(0);
         let url = format!("http://{addr}/?text=Die%20Katze%20l%C3%A4uft%20hier.&model=transformer&kind=cross&view=matrix");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request as HttpRequest, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request as HttpRequest, State};
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response as HttpResponse};
@@ -137,33 +137,14 @@ impl From<Error> for ApiError {
     }
 }
 
-/// The routes that take a POST, with a JSON body.
-const JSON_ROUTES: [&str; 2] = ["/api/translate", "/api/encode"];
-
-/// Refuses a POST to a [`JSON_ROUTES`] route that is not JSON (415; a web page elsewhere cannot
-/// send JSON without the server's consent, so it cannot fill the queue) or says it is too large
-/// (413, before it is read); a POST elsewhere goes on to its 404 or 405. Gives any error answer
-/// without a JSON body (a layer's 408, say) one naming it.
+/// Refuses a request that says its body is too large (413, before it is read); gives any error
+/// answer without a JSON body (a layer's 408, say) one naming it.
 async fn checked(
     State(timeout): State<Duration>,
     request: HttpRequest,
     next: Next,
 ) -> HttpResponse {
     let headers = request.headers();
-    if request.method() == Method::POST && JSON_ROUTES.contains(&request.uri().path()) {
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("");
-        let essence = content_type.split(';').next().unwrap_or("").trim();
-        if !essence.eq_ignore_ascii_case("application/json") {
-            return ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "the request body must be JSON, sent with Content-Type: application/json",
-            )
-            .into_response();
-        }
-    }
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
@@ -209,25 +190,46 @@ pub(super) async fn loopback_host(request: HttpRequest, next: Next) -> HttpRespo
     next.run(request).await
 }
 
-/// `body` as `T`: malformed JSON is 400; anything but an object, a wrong type, a missing or
-/// unknown field 422.
-/// A UTF-8 byte-order mark before the JSON is skipped (RFC 8259 lets a parser ignore it).
-fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let body = body?;
-    let json = body.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&body);
-    let value: Value = serde_json::from_slice(json).map_err(|error| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("the request body is not JSON: {error}"),
-        )
-    })?;
-    if !value.is_object() {
-        return Err(ApiError::unprocessable(
-            "the request body: expected a JSON object such as {\"text\": \"…\"}",
-        ));
+/// A request body of JSON, as `T`: refused 415 unless it is sent as `application/json` (a web
+/// page elsewhere cannot send that without the server's consent, so it cannot fill the queue);
+/// malformed JSON is 400; anything but an object, a wrong type, a missing or unknown field 422.
+/// A UTF-8 byte-order mark before the JSON is skipped (RFC 8259 lets a parser ignore it). As an
+/// extractor it runs after routing: a POST to a wrong route or method is its 404 or 405 first.
+struct JsonBody<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: HttpRequest, state: &S) -> Result<Self, ApiError> {
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("");
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if !essence.eq_ignore_ascii_case("application/json") {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "the request body must be JSON, sent with Content-Type: application/json",
+            ));
+        }
+        let body = Bytes::from_request(request, state).await?;
+        let json = body.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&body);
+        let value: Value = serde_json::from_slice(json).map_err(|error| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("the request body is not JSON: {error}"),
+            )
+        })?;
+        if !value.is_object() {
+            return Err(ApiError::unprocessable(
+                "the request body: expected a JSON object such as {\"text\": \"…\"}",
+            ));
+        }
+        serde_json::from_value(value)
+            .map(JsonBody)
+            .map_err(|error| ApiError::unprocessable(format!("the request body: {error}")))
     }
-    serde_json::from_value(value)
-        .map_err(|error| ApiError::unprocessable(format!("the request body: {error}")))
 }
 
 /// `text` if it holds something and is at most [`MAX_TEXT_CHARS`] long.
@@ -327,9 +329,8 @@ struct Translated<'a> {
 
 async fn translate(
     State(app): State<App>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody<TranslateBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body: TranslateBody = parse(body)?;
     let text = checked_text("text", body.text)?;
     let models = app.worker.models();
     let model = match &body.model {
@@ -466,9 +467,8 @@ struct Encoded<'a> {
 
 async fn encode(
     State(app): State<App>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(body): JsonBody<EncodeBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let body: EncodeBody = parse(body)?;
     let text = checked_text("text", body.text)?;
     let other = body
         .other

@@ -31,25 +31,17 @@ fn opens(c: char) -> bool {
 
 /// Whether the full stop after `before` (the text up to it) belongs to a word, not a sentence's end.
 fn abbreviates(before: &str) -> bool {
-    let word: String = before
-        .chars()
-        .rev()
-        .take_while(|c| c.is_alphanumeric() || *c == '.')
-        .filter(|c| *c != '.')
-        .collect();
+    let word = before
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '.'))
+        .next()
+        .unwrap_or("")
+        .replace('.', "");
     if word.is_empty() {
         return false;
     }
     word.chars().all(|c| c.is_ascii_digit())
         || word.chars().count() == 1
-        || ABBREVIATIONS.contains(
-            &word
-                .chars()
-                .rev()
-                .collect::<String>()
-                .to_lowercase()
-                .as_str(),
-        )
+        || ABBREVIATIONS.contains(&word.to_lowercase().as_str())
 }
 
 /// The sentences of `text`, trimmed, in order; none for blank text.

@@ -121,10 +121,7 @@ impl Translator {
         let mut translated = self.translate(&flat, config)?.into_iter();
         Ok(split
             .iter()
-            .map(|parts| {
-                let parts: Vec<String> = translated.by_ref().take(parts.len()).collect();
-                parts.join(" ")
-            })
+            .map(|parts| joined(translated.by_ref().take(parts.len())))
             .collect())
     }
 
@@ -300,12 +297,14 @@ pub struct TextAttention {
 impl TextAttention {
     /// The whole text's translation, as [`Translator::translate_text`] gives it.
     pub fn translation(&self) -> String {
-        std::iter::once(&self.first.translation)
-            .chain(&self.rest)
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(" ")
+        joined(std::iter::once(&self.first.translation).chain(&self.rest))
     }
+}
+
+/// Sentences' translations as one text: joined by a space.
+fn joined(translations: impl Iterator<Item = impl AsRef<str>>) -> String {
+    let parts: Vec<String> = translations.map(|part| part.as_ref().to_owned()).collect();
+    parts.join(" ")
 }
 
 impl Attention {

@@ -34,7 +34,7 @@ pub fn keep_freed_memory() {
 /// a program with `#[global_allocator] static ALLOCATOR: ZeroWritingAllocator =
 /// ZeroWritingAllocator;`; the attnzoo command line does. Measured on flex (2 cores): training
 /// the Bahdanau RNN translator about 4 % faster, MiniLM embeddings and the Transformer level
-/// (docs/MEASUREMENTS.md, "CPU speed on flex").
+/// (docs/MEASUREMENTS.md, "Process settings the numbers assume").
 pub struct ZeroWritingAllocator;
 
 // SAFETY: every call is the system allocator's, with the same arguments; `alloc_zeroed` writes

@@ -25,6 +25,12 @@
 use burn::tensor::{Bool, Tensor};
 
 use super::masking::{either, lift, MASKED_SCORE};
+// `scaled_dot` calls this file and this file reads `scaled_dot`'s types: a circle kept on purpose.
+// This is the chunked implementation of `ScaledDotProduct`'s forward, apart for its algorithm; it
+// reads the module's settings (its scale and key pattern among them) and the `AttentionInput` as
+// the dense and fused paths beside them do, so a setting added to `ScaledDotProduct` reaches all
+// three through one type. Passing them as values would copy `AttentionInput` field by field and
+// grow with every setting; `chunked_attention` is `pub(crate)` and `scaled_dot` its only caller.
 use super::scaled_dot::{AttentionInput, ScaledDotProduct};
 
 /// The chunked path of [`ScaledDotProduct`]; inputs are already validated.
@@ -62,10 +68,12 @@ pub(crate) fn chunked_attention<const D: usize>(
             if attention.pattern.blocks(queries.clone(), keys.clone()) {
                 continue;
             }
-            let mut scores = query
-                .clone()
-                .matmul(key_t.clone().narrow(D - 1, k_start, k_size))
-                .mul_scalar(scale);
+            let mut scores = attention.capped(
+                query
+                    .clone()
+                    .matmul(key_t.clone().narrow(D - 1, k_start, k_size))
+                    .mul_scalar(scale),
+            );
             if let Some(bias) = &input.bias {
                 scores = scores + block(bias.clone(), q_start, q_size, k_start, k_size);
             }

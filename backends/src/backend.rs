@@ -222,7 +222,7 @@ impl Backend {
     /// The device for `spec`, opened: a tiny computation has run on it.
     pub fn open(self, spec: DeviceSpec) -> Result<Device, BackendError> {
         let device = self.device(spec)?;
-        crate::probe::try_open(&device).map_err(|reason| BackendError::Unavailable {
+        crate::open::try_open(&device).map_err(|reason| BackendError::Unavailable {
             backend: self,
             spec,
             reason,

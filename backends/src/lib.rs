@@ -10,6 +10,7 @@
 
 mod backend;
 mod memory;
+mod open;
 mod probe;
 mod spec;
 mod testing;

@@ -17,24 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::corpus::Pair;
 use super::vocab::tokenize;
-
-/// Slot tokens per vocabulary: words past the eighth are left as they are.
-pub const SLOTS: usize = 8;
-
-/// The token of slot `k` (1-based).
-pub fn slot_token(k: usize) -> String {
-    format!("<copy{k}>")
-}
-
-/// Slot `k` (1-based) of a token, if it is one.
-pub fn slot_of(token: &str) -> Option<usize> {
-    let k: usize = token
-        .strip_prefix("<copy")?
-        .strip_suffix('>')?
-        .parse()
-        .ok()?;
-    (1..=SLOTS).contains(&k).then_some(k)
-}
+// The slot tokens are the vocabulary's (`vocab` owns them; nothing there calls back here).
+pub use super::vocab::{fill, slot_of, slot_token, SLOTS};
 
 /// Whether `word` has a digit.
 fn has_digit(word: &str) -> bool {
@@ -92,17 +76,6 @@ pub fn mark_pair(pair: &Pair) -> (Vec<String>, Vec<String>) {
         )
         .collect();
     (german.words, english)
-}
-
-/// Tokens with each slot replaced by its word; a slot the sentence has no word for is dropped.
-pub fn fill(tokens: Vec<String>, copies: &[String]) -> Vec<String> {
-    tokens
-        .into_iter()
-        .filter_map(|token| match slot_of(&token) {
-            Some(k) => copies.get(k - 1).cloned(),
-            None => Some(token),
-        })
-        .collect()
 }
 
 /// Which words of a German sentence to copy when translating: those with a digit, and the

@@ -10,7 +10,6 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
 
-use super::copy::{fill, slot_of, slot_token, SLOTS};
 use tokenizers::{AddedToken, Model, Trainer};
 
 /// Padding (id 0), ignored by the loss.
@@ -34,8 +33,40 @@ pub const UNK_ID: usize = 3;
 /// Marks a subword that continues the word before it.
 pub const CONTINUATION: &str = "##";
 
+// The copy slots are tokens of every vocabulary, as the specials are, so they live here;
+// `translation::copy` decides which words become slots (and re-exports these).
+
+/// Slot tokens per vocabulary: words past the eighth are left as they are.
+pub const SLOTS: usize = 8;
+
+/// The token of slot `k` (1-based).
+pub fn slot_token(k: usize) -> String {
+    format!("<copy{k}>")
+}
+
+/// Slot `k` (1-based) of a token, if it is one.
+pub fn slot_of(token: &str) -> Option<usize> {
+    let k: usize = token
+        .strip_prefix("<copy")?
+        .strip_suffix('>')?
+        .parse()
+        .ok()?;
+    (1..=SLOTS).contains(&k).then_some(k)
+}
+
+/// Tokens with each slot replaced by its word; a slot the sentence has no word for is dropped.
+pub fn fill(tokens: Vec<String>, copies: &[String]) -> Vec<String> {
+    tokens
+        .into_iter()
+        .filter_map(|token| match slot_of(&token) {
+            Some(k) => copies.get(k - 1).cloned(),
+            None => Some(token),
+        })
+        .collect()
+}
+
 /// Tokens and their ids; the four special tokens come first, then (in vocabularies built since
-/// names and numbers are copied) the [`SLOTS`] slot tokens of `translation::copy`.
+/// names and numbers are copied) the [`SLOTS`] slot tokens that `translation::copy` fills.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Vocab {
     tokens: Vec<String>,

@@ -35,6 +35,33 @@ pub fn masked_softmax<const D: usize>(
     }
 }
 
+/// [`masked_softmax`] with one more logit per row that takes part in the normalisation but has
+/// no value: `w_ij = exp(s_ij) / (exp(sink) + Σ_{k unmasked} exp(s_ik))`. The weights of a row
+/// sum to less than one (the rest "attends to nothing"); an all-masked row is zero. gpt-oss's
+/// learned per-head sinks (`GptOssAttention.sinks`); `sink` broadcasts to `[.., q_len, 1]`.
+pub fn masked_softmax_with_sink<const D: usize>(
+    scores: Tensor<D>,
+    mask: Option<Tensor<D, Bool>>,
+    sink: Tensor<D>,
+) -> Tensor<D> {
+    let mask = mask.map(|mask| mask.expand(scores.shape()));
+    let scores = match &mask {
+        Some(mask) => scores.mask_fill(mask.clone(), MASKED_SCORE),
+        None => scores,
+    };
+    let mut row_dims = scores.dims();
+    row_dims[D - 1] = 1;
+    let sink = sink.expand(row_dims);
+    let max = scores.clone().max_dim(D - 1).max_pair(sink.clone());
+    let numerators = (scores - max.clone()).exp();
+    let numerators = match mask {
+        Some(mask) => numerators.mask_fill(mask, 0.0),
+        None => numerators,
+    };
+    let denominator = numerators.clone().sum_dim(D - 1) + (sink - max).exp();
+    numerators / denominator
+}
+
 /// Which keys a query may see, from positions alone. Query row `r` of a call sits at
 /// absolute position `i = query_offset + r` (the offset is the number of cached keys when
 /// decoding incrementally); key column `j` is at position `j`.
@@ -50,6 +77,14 @@ pub enum KeyPattern {
         window: usize,
         /// Also mask the future.
         causal: bool,
+    },
+    /// Attention sinks with a sliding window (StreamingLLM, Xiao et al. 2023): `j ≤ i` and either
+    /// `j` is one of the first `sinks` positions or `i − j ≤ window`.
+    Sinks {
+        /// The first positions every query keeps seeing; at least 1.
+        sinks: usize,
+        /// Keys farther back than this (and not sinks) are masked; at least 1.
+        window: usize,
     },
     /// The "fixed" sparse pattern of Child et al. 2019: `j` in the same block of `stride`
     /// positions as `i` (`⌊j/l⌋ = ⌊i/l⌋`), or `j` one of the last `summary` positions of any
@@ -75,6 +110,13 @@ impl KeyPattern {
                     "local attention window must be at least 1, got {window}"
                 );
             }
+            KeyPattern::Sinks { sinks, window } => {
+                ensure!(sinks >= 1, "attention sinks must be at least 1, got {sinks}");
+                ensure!(
+                    window >= 1,
+                    "sliding window must be at least 1, got {window}"
+                );
+            }
             KeyPattern::Strided {
                 stride, summary, ..
             } => {
@@ -97,6 +139,7 @@ impl KeyPattern {
             KeyPattern::Full => true,
             KeyPattern::Causal => j <= i,
             KeyPattern::Window { window, causal } => i.abs_diff(j) <= window && (!causal || j <= i),
+            KeyPattern::Sinks { sinks, window } => j <= i && (j < sinks || i - j <= window),
             KeyPattern::Strided {
                 stride,
                 summary,
@@ -124,6 +167,9 @@ impl KeyPattern {
                 let too_far_behind = last_key + window < first_query;
                 too_far_ahead || too_far_behind || (causal && first_key > last_query)
             }
+            KeyPattern::Sinks { sinks, window } => {
+                first_key > last_query || (first_key >= sinks && last_key + window < first_query)
+            }
             KeyPattern::Strided { causal, .. } => causal && first_key > last_query,
         }
     }
@@ -144,7 +190,31 @@ impl KeyPattern {
                     && last_key <= first_query + window
                     && (!causal || all_past)
             }
+            KeyPattern::Sinks { sinks, window } => {
+                all_past && (last_key < sinks || last_query <= first_key.max(sinks) + window)
+            }
             KeyPattern::Strided { .. } => false,
+        }
+    }
+
+    /// The positions a query at `next` or later may still see, out of `0..next`: what a KV cache
+    /// must keep. `None` means all of them (no pattern that bounds a cache).
+    pub fn retained(&self, next: usize) -> Option<Vec<Range<usize>>> {
+        let recent = |window: usize| next.saturating_sub(window)..next;
+        match *self {
+            KeyPattern::Window {
+                window,
+                causal: true,
+            } => Some(vec![recent(window)]),
+            KeyPattern::Sinks { sinks, window } => {
+                let tail = recent(window);
+                Some(if tail.start <= sinks {
+                    vec![0..next]
+                } else {
+                    vec![0..sinks, tail]
+                })
+            }
+            _ => None,
         }
     }
 
@@ -161,9 +231,20 @@ impl KeyPattern {
             // unmasked attention, one row per step when decoding after the cached keys).
             return None;
         }
+        self.mask_at(queries, &keys.collect::<Vec<_>>(), device)
+    }
+
+    /// The mask for queries at `queries` over keys at arbitrary `keys` positions (a cache that
+    /// dropped some), `[queries.len(), keys.len()]`, or `None` when nothing is masked.
+    pub fn mask_at(
+        &self,
+        queries: Range<usize>,
+        keys: &[usize],
+        device: &Device,
+    ) -> Option<Tensor<2, Bool>> {
         let shape = [queries.len(), keys.len()];
         let masked: Vec<bool> = queries
-            .flat_map(|i| keys.clone().map(move |j| !self.allows(i, j)))
+            .flat_map(|i| keys.iter().map(move |&j| !self.allows(i, j)))
             .collect();
         masked
             .iter()
@@ -222,6 +303,10 @@ mod tests {
                 window: 3,
                 causal: true,
             },
+            KeyPattern::Sinks {
+                sinks: 2,
+                window: 2,
+            },
             KeyPattern::Strided {
                 stride: 4,
                 summary: 1,
@@ -268,6 +353,10 @@ mod tests {
             KeyPattern::Window {
                 window: 5,
                 causal: true,
+            },
+            KeyPattern::Sinks {
+                sinks: 1,
+                window: 2,
             },
             KeyPattern::Strided {
                 stride: 4,

@@ -68,10 +68,12 @@ pub(crate) fn chunked_attention<const D: usize>(
             if attention.pattern.blocks(queries.clone(), keys.clone()) {
                 continue;
             }
-            let mut scores = query
-                .clone()
-                .matmul(key_t.clone().narrow(D - 1, k_start, k_size))
-                .mul_scalar(scale);
+            let mut scores = attention.capped(
+                query
+                    .clone()
+                    .matmul(key_t.clone().narrow(D - 1, k_start, k_size))
+                    .mul_scalar(scale),
+            );
             if let Some(bias) = &input.bias {
                 scores = scores + block(bias.clone(), q_start, q_size, k_start, k_size);
             }

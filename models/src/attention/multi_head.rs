@@ -8,18 +8,31 @@
 //!
 //! Shapes: `query [B, Tq, D]`, `key`/`value [B, Tk, D]`, `mask [B|1, Tq|1, Tk]` (the same for
 //! every head), `padding [B, Tk]`, `head_bias [B|1, h|1, Tq|1, Tk]` (e.g. ALiBi) →
-//! `context [B, Tq, D]`, `weights [B, h, Tq, Tk]` when asked for. Heads have width `d_head = D / h`.
+//! `context [B, Tq, D]`, `weights [B, h, Tq, Tk]` when asked for. Heads have width
+//! `d_head = D / h` unless set (Qwen3, Gemma: `h · d_head ≠ D`).
+//!
+//! The blocks of today's decoders are switches of the config:
+//! - QK-norm (Henry et al. 2020; Dehghani et al. 2023; Qwen3): an RMSNorm over each head's query
+//!   and key, before RoPE: `q_i ← RMSNorm(q_i)`, `k_i ← RMSNorm(k_i)`;
+//! - learned attention sinks (gpt-oss): one logit `s_i` per head in every row's softmax,
+//!   `w_j = exp(a_j) / (exp(s_i) + Σ_k exp(a_k))`;
+//! - soft-capping, sliding windows and StreamingLLM sinks are the attention's own
+//!   ([`ScaledDotProductConfig::softcap`], [`crate::attention::KeyPattern`]).
 //!
 //! For incremental decoding, [`KvCache`] keeps the projected keys and values of earlier steps
-//! (self-attention) or of the encoder memory (cross-attention, projected once).
+//! (self-attention) or of the encoder memory (cross-attention, projected once). Under a sliding
+//! window (`KeyPattern::Window { causal: true, .. }`) or `KeyPattern::Sinks` it keeps only the
+//! positions a later query may still see: at most `window (+ sinks)` however long the sequence
+//! (Mistral's rolling buffer cache; StreamingLLM's cache, with the original positions).
 
 use burn::config::Config;
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::scaled_dot::{AttentionInput, ScaledDotProduct, ScaledDotProductConfig};
 use crate::error::ensure;
+use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::RotaryEncoding;
 use crate::AttnError;
 
@@ -33,9 +46,18 @@ pub struct MultiHeadConfig {
     /// Key/value heads `h_kv`; must divide `n_heads`. `None` means `n_heads`.
     #[config(default = "None")]
     pub n_kv_heads: Option<usize>,
+    /// Width of one head; `None` means `d_model / n_heads` (which must then divide evenly).
+    #[config(default = "None")]
+    pub d_head: Option<usize>,
     /// Biases on the four projections.
     #[config(default = true)]
     pub bias: bool,
+    /// QK-norm: this RMSNorm (its width `d_head`) on every head's query and key, before RoPE.
+    #[config(default = "None")]
+    pub qk_norm: Option<RmsNormConfig>,
+    /// Learned attention sinks, one logit per head (gpt-oss), initialised to zero.
+    #[config(default = false)]
+    pub sinks: bool,
     /// Scale, positional pattern (causal, local, strided) and implementation of the attention.
     #[config(default = "ScaledDotProductConfig::new()")]
     pub attention: ScaledDotProductConfig,
@@ -54,6 +76,12 @@ pub struct MultiHead {
     pub output: Linear,
     /// The per-head attention.
     pub attention: ScaledDotProduct,
+    /// QK-norm of the queries (`q_norm`), `[d_head]`.
+    pub query_norm: Option<RmsNorm>,
+    /// QK-norm of the keys (`k_norm`), `[d_head]`.
+    pub key_norm: Option<RmsNorm>,
+    /// Learned sink logits, `[h]`.
+    pub sinks: Option<Param<Tensor<1>>>,
     /// Query heads.
     pub n_heads: usize,
     /// Key/value heads.
@@ -90,11 +118,16 @@ pub struct MultiHeadOutput {
     pub weights: Option<Tensor<4>>,
 }
 
-/// Projected keys and values kept between decoding steps, `[B, h_kv, T, d_head]`.
+/// Projected keys and values kept between decoding steps, `[B, h_kv, T, d_head]`, with the
+/// position of each kept key.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
     key: Option<Tensor<4>>,
     value: Option<Tensor<4>>,
+    /// The position of each cached key (a sliding window drops the old ones).
+    positions: Vec<usize>,
+    /// Positions seen so far: the position of the next query.
+    seen: usize,
     fixed: bool,
 }
 
@@ -120,6 +153,16 @@ impl KvCache {
     /// Whether nothing is cached yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Positions seen so far (the position the next query gets), kept or not.
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// The cached keys and values, `[B, h_kv, T, d_head]` each.
+    pub fn tensors(&self) -> Option<(&Tensor<4>, &Tensor<4>)> {
+        self.key.as_ref().zip(self.value.as_ref())
     }
 
     /// Keeps the batch rows `indices [B']` in that order (beam search reorders its hypotheses).
@@ -191,15 +234,34 @@ impl MultiHeadConfig {
         let (d_model, n_heads) = (self.d_model, self.n_heads);
         let n_kv_heads = self.n_kv_heads.unwrap_or(n_heads);
         ensure!(n_heads >= 1, "n_heads must be at least 1, got {n_heads}");
-        ensure!(
-            d_model % n_heads == 0,
-            "d_model {d_model} is not divisible by n_heads {n_heads}"
-        );
+        let d_head = match self.d_head {
+            Some(d_head) => {
+                ensure!(d_head >= 1, "d_head must be at least 1, got {d_head}");
+                d_head
+            }
+            None => {
+                ensure!(
+                    d_model % n_heads == 0,
+                    "d_model {d_model} is not divisible by n_heads {n_heads}"
+                );
+                d_model / n_heads
+            }
+        };
         ensure!(
             n_kv_heads >= 1 && n_heads % n_kv_heads == 0,
             "n_heads {n_heads} is not divisible by n_kv_heads {n_kv_heads}"
         );
-        let d_head = d_model / n_heads;
+        let qk_norm = match &self.qk_norm {
+            Some(norm) => {
+                ensure!(
+                    norm.d_model == d_head,
+                    "QK-norm width {} is not d_head {d_head}",
+                    norm.d_model
+                );
+                Some(norm.try_init(device)?)
+            }
+            None => None,
+        };
         let linear = |d_in, d_out| {
             LinearConfig::new(d_in, d_out)
                 .with_bias(self.bias)
@@ -211,6 +273,11 @@ impl MultiHeadConfig {
             value: linear(d_model, n_kv_heads * d_head),
             output: linear(n_heads * d_head, d_model),
             attention: self.attention.try_init()?,
+            query_norm: qk_norm.clone(),
+            key_norm: qk_norm,
+            sinks: self
+                .sinks
+                .then(|| Param::from_tensor(Tensor::zeros([n_heads], device))),
             n_heads,
             n_kv_heads,
         })
@@ -238,19 +305,33 @@ impl MultiHead {
     ) -> Result<MultiHeadOutput, AttnError> {
         self.validate(&input)?;
         let [batch, q_len, _] = input.query.dims();
-        let offset = if cache.fixed { 0 } else { cache.len() };
+        let offset = if cache.fixed { 0 } else { cache.seen };
         let mut query = self.split_heads(self.query.forward(input.query), self.n_heads);
+        if let Some(norm) = &self.query_norm {
+            query = norm.forward(query);
+        }
         if let Some(rotary) = &input.rotary {
             query = rotary.apply(query, offset)?;
         }
-        let (key, value) = match (cache.fixed, cache.key.clone(), cache.value.clone()) {
-            (true, Some(key), Some(value)) => (key, value),
+        let (key, value, positions) = match (cache.fixed, cache.key.clone(), cache.value.clone())
+        {
+            (true, Some(key), Some(value)) => (key, value, cache.positions.clone()),
             (fixed, cached_key, cached_value) => {
                 let mut key = self.split_heads(self.key.forward(input.key), self.n_kv_heads);
+                if let Some(norm) = &self.key_norm {
+                    key = norm.forward(key);
+                }
                 if let Some(rotary) = &input.rotary {
                     key = rotary.apply(key, offset)?;
                 }
                 let value = self.split_heads(self.value.forward(input.value), self.n_kv_heads);
+                let k_new = key.dims()[2];
+                let mut positions = if fixed {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut cache.positions)
+                };
+                positions.extend(offset..offset + k_new);
                 let (key, value) = match (fixed, cached_key, cached_value) {
                     (false, Some(old_key), Some(old_value)) => (
                         Tensor::cat(vec![old_key, key], 2),
@@ -258,14 +339,20 @@ impl MultiHead {
                     ),
                     _ => (key, value),
                 };
-                cache.key = Some(key.clone());
-                cache.value = Some(value.clone());
-                (key, value)
+                cache.seen = offset + k_new;
+                self.store(cache, key.clone(), value.clone(), &positions);
+                (key, value, positions)
             }
         };
         let k_len = key.dims()[2];
         let mut attend = AttentionInput::new(query, self.repeat_kv(key), self.repeat_kv(value))
             .query_offset(offset);
+        if positions.iter().copied().ne(0..k_len) {
+            attend = attend.key_positions(positions);
+        }
+        if let Some(sinks) = &self.sinks {
+            attend = attend.sink(sinks.val().reshape([1, self.n_heads, 1, 1]));
+        }
         if let Some(mask) = input.mask {
             attend = attend.mask(mask.unsqueeze_dim(1));
         }
@@ -293,6 +380,30 @@ impl MultiHead {
             context: self.output.forward(context),
             weights: output.weights,
         })
+    }
+
+    /// Keeps in the cache the keys and values a later query may still see (all of them, unless
+    /// the pattern is a causal sliding window or sinks with a window).
+    fn store(&self, cache: &mut KvCache, key: Tensor<4>, value: Tensor<4>, positions: &[usize]) {
+        let kept: Vec<usize> = match self.attention.pattern.retained(cache.seen) {
+            Some(ranges) if !cache.fixed => (0..positions.len())
+                .filter(|&slot| ranges.iter().any(|r| r.contains(&positions[slot])))
+                .collect(),
+            _ => (0..positions.len()).collect(),
+        };
+        if kept.len() == positions.len() {
+            (cache.key, cache.value) = (Some(key), Some(value));
+            cache.positions = positions.to_vec();
+            return;
+        }
+        let slots: Vec<i64> = kept.iter().map(|&slot| slot as i64).collect();
+        let slots = Tensor::<1, Int>::from_data(
+            burn::tensor::TensorData::new(slots, [kept.len()]),
+            &key.device(),
+        );
+        cache.key = Some(key.select(2, slots.clone()));
+        cache.value = Some(value.select(2, slots));
+        cache.positions = kept.iter().map(|&slot| positions[slot]).collect();
     }
 
     fn validate(&self, input: &MultiHeadInput) -> Result<(), AttnError> {
@@ -408,5 +519,96 @@ mod tests {
         Tensor::cat(steps, 1)
             .into_data()
             .assert_approx_eq::<f32>(&whole.into_data(), burn::tensor::Tolerance::absolute(1e-5));
+    }
+
+    /// Decodes `x` one token at a time and compares with the whole sequence at once; returns
+    /// the largest number of positions the cache held.
+    fn step_by_step_equals_whole(mha: &MultiHead, x: Tensor<3>, rotary: Option<RotaryEncoding>) -> usize {
+        let with_rotary = |input: MultiHeadInput| match &rotary {
+            Some(rotary) => input.rotary(rotary.clone()),
+            None => input,
+        };
+        let whole = mha
+            .forward(with_rotary(MultiHeadInput::self_attn(x.clone())))
+            .unwrap()
+            .context;
+        let mut cache = KvCache::growing();
+        let mut held = 0;
+        let steps: Vec<Tensor<3>> = (0..x.dims()[1])
+            .map(|t| {
+                let step = with_rotary(MultiHeadInput::self_attn(x.clone().narrow(1, t, 1)));
+                let context = mha.forward_cached(step, &mut cache).unwrap().context;
+                held = held.max(cache.len());
+                context
+            })
+            .collect();
+        assert_eq!(cache.seen(), x.dims()[1]);
+        Tensor::cat(steps, 1)
+            .into_data()
+            .assert_approx_eq::<f32>(&whole.into_data(), burn::tensor::Tolerance::absolute(1e-5));
+        held
+    }
+
+    #[test]
+    fn a_sliding_window_cache_holds_the_window_however_long_the_sequence() {
+        use crate::attention::KeyPattern;
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        device.seed(7);
+        let rotary = crate::position::RotaryConfig::new(4).try_init().unwrap();
+        // Runs past the window (3) and past window + sinks (2 + 3) several times over.
+        for (pattern, bound) in [
+            (KeyPattern::Window { window: 3, causal: true }, 3),
+            (KeyPattern::Sinks { sinks: 2, window: 3 }, 5),
+        ] {
+            let mha = MultiHeadConfig::new(8, 2)
+                .with_n_kv_heads(Some(1))
+                .with_attention(ScaledDotProductConfig::new().with_pattern(pattern))
+                .try_init(&device)
+                .unwrap();
+            let x = Tensor::<3>::random([2, 17, 8], burn::tensor::Distribution::Default, &device);
+            let held = step_by_step_equals_whole(&mha, x, Some(rotary.clone()));
+            assert_eq!(held, bound, "{pattern:?}");
+        }
+    }
+
+    #[test]
+    fn qk_norm_and_learned_sinks_decode_as_they_attend() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        device.seed(11);
+        let mut mha = MultiHeadConfig::new(8, 4)
+            .with_n_kv_heads(Some(2))
+            .with_d_head(Some(3))
+            .with_qk_norm(Some(RmsNormConfig::new(3)))
+            .with_sinks(true)
+            .with_attention(
+                ScaledDotProductConfig::new().with_pattern(crate::attention::KeyPattern::Causal),
+            )
+            .try_init(&device)
+            .unwrap();
+        mha.sinks = Some(Param::from_tensor(Tensor::from_floats([0.5, -1.0, 2.0, 0.0], &device)));
+        let x = Tensor::<3>::random([2, 6, 8], burn::tensor::Distribution::Default, &device);
+        step_by_step_equals_whole(&mha, x.clone(), None);
+        // A sink takes a share of every row: the weights sum to less than one.
+        let weights = mha
+            .forward(MultiHeadInput::self_attn(x).with_weights())
+            .unwrap()
+            .weights
+            .unwrap();
+        let sums: Vec<f32> = weights.sum_dim(3).into_data().iter::<f32>().collect();
+        assert!(sums.iter().all(|&s| s > 0.0 && s < 1.0), "{sums:?}");
+    }
+
+    #[test]
+    fn an_explicit_head_width_and_qk_norm_are_checked() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let error = MultiHeadConfig::new(8, 4)
+            .with_d_head(Some(3))
+            .with_qk_norm(Some(RmsNormConfig::new(2)))
+            .try_init(&device)
+            .unwrap_err();
+        assert_eq!(error.to_string(), "QK-norm width 2 is not d_head 3");
+        let mha = MultiHeadConfig::new(10, 3).with_d_head(Some(5)).try_init(&device).unwrap();
+        assert_eq!(mha.d_head(), 5);
+        assert_eq!(mha.output.weight.dims(), [15, 10]);
     }
 }

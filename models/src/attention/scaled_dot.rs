@@ -6,13 +6,17 @@
 //! - `query [.., q_len, d_k]`, `key [.., k_len, d_k]`, `value [.., k_len, d_v]`
 //! - `mask [.., q_len, k_len]` (Bool, `true` = may not attend; any dimension may be 1 to broadcast)
 //! - `bias [.., q_len, k_len]` (added to the scaled scores; broadcastable like the mask)
+//! - `sink [.., q_len | 1, 1]` (optional: a logit with no value in every row's softmax, gpt-oss)
 //! - output `context [.., q_len, d_v]`, `weights [.., q_len, k_len]` when asked for.
 //!
 //! Three implementations compute the same function ([`AttentionImpl`]): the dense one
 //! materialises the score matrix and can return the weights; the fused one calls Burn's
 //! `attention` op (FlashAttention kernels, Dao et al. 2022, on CubeCL and flex; SDPA on tch); the chunked one streams
 //! over key blocks with an online softmax ([`super::memory_efficient`]). Asking for weights
-//! always takes the dense path, and so do top-k and hard attention ([`Selection`]).
+//! always takes the dense path, and so do top-k and hard attention ([`Selection`]) and sinks.
+//!
+//! With a soft-cap `c` (Gemma 2) the scaled scores become `c · tanh(scale · QKᵀ / c)` before the
+//! bias and the mask ([`super::softcap`]).
 
 use burn::config::Config;
 use burn::module::Module;
@@ -20,9 +24,12 @@ use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Tensor};
 
-use super::masking::{either, lift, masked_softmax, KeyPattern, MASKED_SCORE};
+use super::masking::{
+    either, lift, masked_softmax, masked_softmax_with_sink, KeyPattern, MASKED_SCORE,
+};
 use super::memory_efficient::chunked_attention;
 use super::selection::Selection;
+use super::softcap::{check_softcap, softcap};
 use crate::error::ensure;
 use crate::AttnError;
 
@@ -88,6 +95,9 @@ pub struct ScaledDotProductConfig {
     /// Soft, top-k or hard attention; top-k and hard need whole score rows and run dense.
     #[config(default = "Selection::Soft")]
     pub selection: Selection,
+    /// Soft-cap `c` of the scaled scores, `c · tanh(s / c)` (Gemma 2: 50); `None`: no cap.
+    #[config(default = "None")]
+    pub softcap: Option<f64>,
 }
 
 /// Scaled dot-product attention. It has no parameters; see the module docs for the formula.
@@ -105,6 +115,9 @@ pub struct ScaledDotProduct {
     /// Soft, top-k or hard.
     #[module(skip)]
     pub selection: Selection,
+    /// Soft-cap of the scaled scores.
+    #[module(skip)]
+    pub softcap: Option<f64>,
 }
 
 /// The inputs of one attention call; see the module docs for shapes.
@@ -120,6 +133,10 @@ pub struct AttentionInput<const D: usize> {
     pub mask: Option<Tensor<D, Bool>>,
     /// `[.., q_len | 1, k_len]`, added to the scaled scores.
     pub bias: Option<Tensor<D>>,
+    /// `[.., q_len | 1, 1]`: a sink logit in every row's softmax (gpt-oss); forces the dense path.
+    pub sink: Option<Tensor<D>>,
+    /// Positions of the keys when they are not `0..k_len` (a cache that dropped some).
+    pub key_positions: Option<Vec<usize>>,
     /// Absolute position of the first query (the number of cached keys when decoding).
     pub query_offset: usize,
     /// Return the weights (forces the dense path).
@@ -144,6 +161,8 @@ impl<const D: usize> AttentionInput<D> {
             value,
             mask: None,
             bias: None,
+            sink: None,
+            key_positions: None,
             query_offset: 0,
             need_weights: false,
         }
@@ -175,6 +194,18 @@ impl<const D: usize> AttentionInput<D> {
             Some(previous) => previous + bias,
             None => bias,
         });
+        self
+    }
+
+    /// Adds a sink logit `[.., q_len | 1, 1]` to every row's softmax (gpt-oss's learned sinks).
+    pub fn sink(mut self, sink: Tensor<D>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Sets the keys' positions (one per key) when a cache kept only some of them.
+    pub fn key_positions(mut self, positions: Vec<usize>) -> Self {
+        self.key_positions = Some(positions);
         self
     }
 
@@ -236,6 +267,23 @@ impl<const D: usize> AttentionInput<D> {
                 bias.dims()
             );
         }
+        if let Some(sink) = &self.sink {
+            let mut rows = scores;
+            rows[D - 1] = 1;
+            ensure!(
+                sink.dims().iter().zip(&rows).all(|(&d, &s)| d == s || d == 1),
+                "sink shape {:?} does not fit the rows shape {rows:?}",
+                sink.dims()
+            );
+        }
+        if let Some(positions) = &self.key_positions {
+            ensure!(
+                positions.len() == k[D - 2],
+                "{} key positions for {} keys",
+                positions.len(),
+                k[D - 2]
+            );
+        }
         Ok(())
     }
 
@@ -265,11 +313,15 @@ impl ScaledDotProductConfig {
             );
         }
         self.selection.validate()?;
+        if let Some(cap) = self.softcap {
+            check_softcap(cap)?;
+        }
         Ok(ScaledDotProduct {
             scale: self.scale,
             pattern: self.pattern,
             implementation: self.implementation,
             selection: self.selection,
+            softcap: self.softcap,
         })
     }
 }
@@ -283,10 +335,25 @@ impl ScaledDotProduct {
     /// Attends, checking the input shapes first.
     pub fn forward<const D: usize>(
         &self,
-        input: AttentionInput<D>,
+        mut input: AttentionInput<D>,
     ) -> Result<AttentionOutput<D>, AttnError> {
         input.validate()?;
-        let needs_whole_rows = input.need_weights || self.selection != Selection::Soft;
+        if let Some(positions) = input.key_positions.take() {
+            // Keys from a cache that dropped some: the pattern becomes an explicit mask over
+            // their real positions, and the rest runs as for any masked call.
+            let (q_len, _) = input.lengths();
+            let offset = input.query_offset;
+            let device = input.query.device();
+            let pattern = self.pattern.mask_at(offset..offset + q_len, &positions, &device);
+            input.mask = either(input.mask, pattern.map(lift));
+            let unpatterned = ScaledDotProduct {
+                pattern: KeyPattern::Full,
+                ..self.clone()
+            };
+            return unpatterned.forward(input);
+        }
+        let needs_whole_rows =
+            input.need_weights || self.selection != Selection::Soft || input.sink.is_some();
         let implementation = if needs_whole_rows {
             AttentionImpl::Dense
         } else {
@@ -308,6 +375,14 @@ impl ScaledDotProduct {
         })
     }
 
+    /// The scaled scores, soft-capped when a cap is set.
+    pub(crate) fn capped<const D: usize>(&self, scores: Tensor<D>) -> Tensor<D> {
+        match self.softcap {
+            Some(cap) => softcap(scores, cap),
+            None => scores,
+        }
+    }
+
     /// The user's mask combined with the positional pattern, `[.., q_len | 1, k_len]`.
     pub(crate) fn full_mask<const D: usize>(
         &self,
@@ -324,16 +399,21 @@ impl ScaledDotProduct {
     fn dense<const D: usize>(&self, input: AttentionInput<D>) -> AttentionOutput<D> {
         let mask = self.full_mask(&input);
         let d_k = input.query.dims()[D - 1];
-        let scores = input
-            .query
-            .matmul(input.key.swap_dims(D - 2, D - 1))
-            .mul_scalar(self.scale_for(d_k));
+        let scores = self.capped(
+            input
+                .query
+                .matmul(input.key.swap_dims(D - 2, D - 1))
+                .mul_scalar(self.scale_for(d_k)),
+        );
         let scores = match input.bias {
             Some(bias) => scores + bias,
             None => scores,
         };
         let mask = self.selection.restrict(&scores, mask);
-        let weights = masked_softmax(scores, mask);
+        let weights = match input.sink {
+            Some(sink) => masked_softmax_with_sink(scores, mask, sink),
+            None => masked_softmax(scores, mask),
+        };
         let context = weights.clone().matmul(input.value);
         AttentionOutput {
             context,
@@ -404,7 +484,7 @@ impl ScaledDotProduct {
             bias4,
             AttentionModuleOptions {
                 scale: Some(scale),
-                softcap: None,
+                softcap: self.softcap,
                 is_causal,
             },
         );
@@ -452,6 +532,46 @@ mod tests {
             let error: f32 = (actual - expected).abs().max().into_scalar();
             assert!(error < 1e-6, "q_len {q_len}, offset {offset}: {error}");
         }
+    }
+
+    #[test]
+    fn soft_capped_scores_agree_on_every_path_and_bound_the_logits() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        device.seed(5);
+        // Large queries: uncapped scores would reach the hundreds.
+        let q = Tensor::<4>::random([2, 2, 5, 8], burn::tensor::Distribution::Default, &device)
+            .mul_scalar(40.0);
+        let k = Tensor::<4>::random([2, 2, 7, 8], burn::tensor::Distribution::Default, &device);
+        let v = Tensor::<4>::random([2, 2, 7, 3], burn::tensor::Distribution::Default, &device);
+        let padding = Tensor::<2, Bool>::from_data(
+            burn::tensor::TensorData::from([[false; 7], [false, false, true, true, true, true, true]]),
+            &device,
+        );
+        let input = AttentionInput::new(q.clone(), k.clone(), v).mask_pad(padding);
+        let capped = |implementation| {
+            ScaledDotProductConfig::new()
+                .with_softcap(Some(2.0))
+                .with_implementation(implementation)
+                .try_init()
+                .unwrap()
+        };
+        let dense = capped(AttentionImpl::Dense)
+            .forward(input.clone().with_weights())
+            .unwrap();
+        // softmax of c·tanh(s/c): no weight beyond e^{2c} times another in its row.
+        let weights = dense.weights.unwrap();
+        let spread: f32 = (weights.clone().max_dim(3) / weights.clamp_min(1e-30).min_dim(3))
+            .slice([0..1, 0..2, 0..5, 0..1])
+            .max()
+            .into_scalar();
+        assert!(spread <= (4.0f32).exp() * 1.0001, "{spread}");
+        for implementation in [AttentionImpl::Fused, AttentionImpl::Chunked { query_chunk: 2, key_chunk: 3 }] {
+            let context = capped(implementation).forward(input.clone()).unwrap().context;
+            let error: f32 = (context - dense.context.clone()).abs().max().into_scalar();
+            assert!(error < 1e-5, "{implementation:?}: {error}");
+        }
+        let error = ScaledDotProductConfig::new().with_softcap(Some(0.0)).try_init().unwrap_err();
+        assert_eq!(error.to_string(), "soft-cap must be positive and finite, got 0");
     }
 
     #[test]

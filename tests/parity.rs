@@ -20,6 +20,9 @@ use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 
+#[path = "parity/llm.rs"]
+mod llm;
+
 struct Fixture {
     name: String,
     kind: String,
@@ -159,6 +162,7 @@ impl Fixture {
             "additive" | "luong" | "sinusoidal_position" | "lexical_bias" => {
                 vec![("dense", AttentionImpl::Dense)]
             }
+            kind if llm::without_attention(kind) => vec![("dense", AttentionImpl::Dense)],
             _ => vec![
                 ("dense", AttentionImpl::Dense),
                 ("fused", AttentionImpl::Fused),
@@ -324,6 +328,7 @@ impl Fixture {
                     ("log_probs".into(), lift3(log_probs)),
                 ]
             }
+            kind if llm::knows(kind) => llm::run(self, device, implementation)?,
             other => return Err(format!("unknown fixture kind `{other}`")),
         };
         Ok(outputs)

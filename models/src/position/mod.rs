@@ -1,12 +1,14 @@
 //! Positional encodings: added to embeddings (sinusoidal, learned), rotating queries and keys
-//! (rotary), or biasing scores (ALiBi).
+//! (rotary, with its scalings for long contexts), or biasing scores (ALiBi).
 
 pub mod alibi;
 pub mod learned;
+pub mod rope_scaling;
 pub mod rotary;
 pub mod sinusoidal;
 
 pub use alibi::{Alibi, AlibiConfig};
 pub use learned::{LearnedPosition, LearnedPositionConfig};
+pub use rope_scaling::RopeScaling;
 pub use rotary::{RotaryConfig, RotaryEncoding};
 pub use sinusoidal::{SinusoidalPosition, SinusoidalPositionConfig};

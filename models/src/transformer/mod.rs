@@ -4,10 +4,12 @@ pub mod bert;
 pub mod decoder;
 pub mod encoder;
 pub mod feed_forward;
+pub mod gated_feed_forward;
 pub mod layer;
 
 pub use bert::{l2_normalize, Bert, BertConfig, Pooling};
 pub use decoder::{Decoder, DecoderCache, DecoderConfig, DecoderLayer, DecoderOutput};
 pub use encoder::{Encoder, EncoderConfig, EncoderLayer};
 pub use feed_forward::{FeedForward, FeedForwardActivation, FeedForwardConfig};
+pub use gated_feed_forward::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 pub use layer::LayerConfig;

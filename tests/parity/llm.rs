@@ -1,0 +1,372 @@
+//! Parity of today's LLM blocks with Hugging Face transformers 5.23.0 (fixtures from
+//! `scripts/gen_parity_llm.py`; kinds named after the reference class, see `docs/PARITY.md`).
+//!
+//! Besides the outputs that the main parity test compares, every fixture carries torch
+//! autograd's gradients (`grad.<name>`, by input or `state_dict()` name) of
+//! `L = Σ_o sum(output.o · cotangent_o)`, with `cotangent_o` = `input.cotangent` for the one
+//! output `output`, `input.cotangent.<o>` where there are several; the test below checks them
+//! on each backend's autodiff device.
+
+use std::io::Write;
+
+use attnzoo_backends::test_devices;
+use attnzoo_models::attention::AttentionImpl;
+use attnzoo_models::norm::RmsNormConfig;
+use attnzoo_models::position::{RopeScaling, RotaryConfig, RotaryEncoding};
+use attnzoo_models::transformer::{GatedActivation, GatedFeedForwardConfig};
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::{Device, Gradients, Tensor, TensorData};
+use serde_json::Value;
+
+use super::{compare, fixture_paths, Fixture};
+
+/// The kinds this file runs.
+const KINDS: [&str; 6] = [
+    "LlamaRMSNorm",
+    "Gemma2RMSNorm",
+    "LlamaMLP",
+    "GemmaMLP",
+    "LlamaRotaryEmbedding",
+    "GPTNeoXRotaryEmbedding",
+];
+
+/// Whether `kind` is one of this file's.
+pub fn knows(kind: &str) -> bool {
+    KINDS.contains(&kind)
+}
+
+/// Whether `kind` is one of this file's without an attention inside (one implementation).
+pub fn without_attention(kind: &str) -> bool {
+    knows(kind) && !kind.ends_with("Attention")
+}
+
+/// A tensor whose gradient the fixture may hold, under its fixture name.
+enum Tracked {
+    Vector(Tensor<1>),
+    /// A Burn `Linear` weight `[in, out]`, compared as PyTorch's `[out, in]`.
+    LinearWeight(Tensor<2>),
+    Three(Tensor<3>),
+    Four(Tensor<4>),
+}
+
+impl Tracked {
+    /// The gradient in torch's layout, flattened.
+    fn grad(&self, grads: &Gradients) -> Option<Vec<f32>> {
+        let data = match self {
+            Tracked::Vector(t) => t.grad(grads)?.into_data(),
+            Tracked::LinearWeight(t) => t.grad(grads)?.transpose().into_data(),
+            Tracked::Three(t) => t.grad(grads)?.into_data(),
+            Tracked::Four(t) => t.grad(grads)?.into_data(),
+        };
+        Some(data.to_vec::<f32>().unwrap())
+    }
+}
+
+/// Outputs by name, and (when tracking) the tensors whose gradients the fixture holds, by the
+/// fixture's names.
+struct Run {
+    outputs: Vec<(String, Tensor<4>)>,
+    tracked: Vec<(String, Tracked)>,
+    track: bool,
+}
+
+impl Run {
+    fn linear(&mut self, fixture: &Fixture, prefix: &str, device: &Device) -> Linear {
+        let linear = fixture.linear(prefix, device);
+        if self.track {
+            self.tracked.push((
+                format!("{prefix}.weight"),
+                Tracked::LinearWeight(linear.weight.val()),
+            ));
+            if let Some(bias) = &linear.bias {
+                self.tracked
+                    .push((format!("{prefix}.bias"), Tracked::Vector(bias.val())));
+            }
+        }
+        linear
+    }
+
+    fn input3(&mut self, fixture: &Fixture, name: &str, device: &Device) -> Tensor<3> {
+        let tensor: Tensor<3> = fixture.float(&format!("input.{name}"), device);
+        if !self.track {
+            return tensor;
+        }
+        let tensor = tensor.require_grad();
+        self.tracked
+            .push((name.to_string(), Tracked::Three(tensor.clone())));
+        tensor
+    }
+
+    fn input4(&mut self, fixture: &Fixture, name: &str, device: &Device) -> Tensor<4> {
+        let tensor: Tensor<4> = fixture.float(&format!("input.{name}"), device);
+        if !self.track {
+            return tensor;
+        }
+        let tensor = tensor.require_grad();
+        self.tracked
+            .push((name.to_string(), Tracked::Four(tensor.clone())));
+        tensor
+    }
+}
+
+/// The fixture's outputs by name, for the main parity test.
+pub fn run(
+    fixture: &Fixture,
+    device: &Device,
+    implementation: AttentionImpl,
+) -> Result<Vec<(String, Tensor<4>)>, String> {
+    Ok(build(fixture, device, implementation, false)?.outputs)
+}
+
+/// Runs the fixture's module on `device`, tracking its parameters and float inputs when `track`.
+fn build(
+    fixture: &Fixture,
+    device: &Device,
+    _implementation: AttentionImpl,
+    track: bool,
+) -> Result<Run, String> {
+    let err = |e: attnzoo_models::AttnError| e.to_string();
+    let mut run = Run {
+        outputs: Vec::new(),
+        tracked: Vec::new(),
+        track,
+    };
+    match fixture.kind.as_str() {
+        "LlamaRMSNorm" | "Gemma2RMSNorm" => {
+            let mut norm = RmsNormConfig::new(fixture.usize("hidden_size"))
+                .with_epsilon(number(&fixture.config, "eps")?)
+                .with_unit_offset(fixture.kind == "Gemma2RMSNorm")
+                .try_init(device)
+                .map_err(err)?;
+            let weight: Tensor<1> = fixture.float("param.weight", device);
+            norm.weight = Param::from_tensor(weight);
+            if track {
+                run.tracked
+                    .push(("weight".into(), Tracked::Vector(norm.weight.val())));
+            }
+            let x = run.input3(fixture, "hidden_states", device);
+            run.outputs
+                .push(("output".into(), norm.forward(x).unsqueeze()));
+        }
+        "LlamaMLP" | "GemmaMLP" => {
+            let activation = match fixture.config["hidden_act"].as_str() {
+                Some("silu") => GatedActivation::Silu,
+                Some("gelu_pytorch_tanh") => GatedActivation::GeluTanh,
+                other => return Err(format!("unknown hidden_act {other:?}")),
+            };
+            let mut mlp = GatedFeedForwardConfig::new(
+                fixture.usize("hidden_size"),
+                fixture.usize("intermediate_size"),
+            )
+            .with_activation(activation)
+            .with_bias(fixture.config["mlp_bias"].as_bool().unwrap_or(false))
+            .try_init(device)
+            .map_err(err)?;
+            mlp.gate_proj = run.linear(fixture, "gate_proj", device);
+            mlp.up_proj = run.linear(fixture, "up_proj", device);
+            mlp.down_proj = run.linear(fixture, "down_proj", device);
+            let x = run.input3(fixture, "x", device);
+            run.outputs
+                .push(("output".into(), mlp.forward(x).unsqueeze()));
+        }
+        "LlamaRotaryEmbedding" | "GPTNeoXRotaryEmbedding" => {
+            let rotary = rotary(&fixture.config).map_err(err)?;
+            let offset = first_position(fixture)?;
+            let q = run.input4(fixture, "q", device);
+            let k = run.input4(fixture, "k", device);
+            let len = q.dims()[2];
+            let q_embed = rotary.apply(q, offset).map_err(err)?;
+            let k_embed = rotary.apply(k, offset).map_err(err)?;
+            let inv_freq = rotary.frequencies(offset + len);
+            let frequencies = inv_freq.len();
+            let lift = |values: Vec<f32>, n: usize| {
+                Tensor::<1>::from_data(TensorData::new(values, [n]), device).unsqueeze::<4>()
+            };
+            run.outputs.extend([
+                ("q_embed".to_string(), q_embed),
+                ("k_embed".to_string(), k_embed),
+                ("inv_freq".to_string(), lift(inv_freq, frequencies)),
+                (
+                    "attention_scaling".to_string(),
+                    lift(vec![rotary.attention_factor as f32], 1),
+                ),
+            ]);
+        }
+        other => return Err(format!("llm parity does not know kind `{other}`")),
+    }
+    Ok(run)
+}
+
+fn llm_fixtures() -> Vec<Fixture> {
+    let fixtures: Vec<Fixture> = fixture_paths()
+        .iter()
+        .map(|path| Fixture::load(path).unwrap())
+        .filter(|fixture| knows(&fixture.kind))
+        .collect();
+    assert!(!fixtures.is_empty(), "no LLM block fixture found");
+    fixtures
+}
+
+/// The fixture's cotangent of output `name`, if it has one.
+fn cotangent_key(fixture: &Fixture, name: &str) -> Option<String> {
+    let own = format!("input.cotangent.{name}");
+    if fixture.has(&own) {
+        Some(own)
+    } else {
+        (name == "output" && fixture.has("input.cotangent")).then(|| "input.cotangent".into())
+    }
+}
+
+/// `L = Σ_o sum(output.o · cotangent_o)` over the outputs the fixture has a cotangent for.
+fn loss(
+    fixture: &Fixture,
+    outputs: Vec<(String, Tensor<4>)>,
+    device: &Device,
+) -> Option<Tensor<1>> {
+    outputs
+        .into_iter()
+        .filter_map(|(name, output)| {
+            let (_, values) = fixture.values(&cotangent_key(fixture, &name)?);
+            let cotangent = Tensor::<4>::from_data(TensorData::new(values, output.dims()), device);
+            Some((output * cotangent).sum())
+        })
+        .reduce(|a, b| a + b)
+}
+
+#[test]
+fn llm_gradients_equal_torch_autograd_on_every_autodiff_backend() {
+    let mut failures = Vec::new();
+    let mut stderr = std::io::stderr();
+    for fixture in llm_fixtures() {
+        for test in &test_devices() {
+            let device = test.device.clone().autodiff();
+            let run = match build(&fixture, &device, AttentionImpl::Dense, true) {
+                Ok(run) => run,
+                Err(message) => {
+                    failures.push(format!("{}: {message}", fixture.name));
+                    continue;
+                }
+            };
+            let Some(loss) = loss(&fixture, run.outputs, &device) else {
+                failures.push(format!("{}: no input.cotangent", fixture.name));
+                continue;
+            };
+            let grads = loss.backward();
+            let mut worst = 0.0f32;
+            let mut checked = 0;
+            for (name, tracked) in &run.tracked {
+                let key = format!("grad.{name}");
+                if !fixture.has(&key) {
+                    failures.push(format!("{}: no {key} in the fixture", fixture.name));
+                    continue;
+                }
+                let (_, expected) = fixture.values(&key);
+                let Some(actual) = tracked.grad(&grads) else {
+                    failures.push(format!(
+                        "{} {}: no gradient for {name}",
+                        fixture.name, test.backend
+                    ));
+                    continue;
+                };
+                let (error, ok) = compare(&actual, &expected, None, fixture.atol, fixture.rtol);
+                worst = worst.max(error);
+                checked += 1;
+                if !ok {
+                    failures.push(format!(
+                        "{} {}: grad {name} max |err| {error:.3e}",
+                        fixture.name, test.backend
+                    ));
+                }
+            }
+            let expected_grads = fixture
+                .tensors
+                .keys()
+                .filter(|k| k.starts_with("grad."))
+                .count();
+            if checked != expected_grads {
+                failures.push(format!(
+                    "{} {}: checked {checked} of the fixture's {expected_grads} gradients",
+                    fixture.name, test.backend
+                ));
+            }
+            let _ = writeln!(
+                stderr,
+                "gradients {:<30} {:<8} {checked} tensors, max|err| {worst:.2e}",
+                fixture.name,
+                test.backend.name()
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "gradient failures:\n{}",
+        failures.join("\n")
+    );
+}
+
+fn number(config: &Value, key: &str) -> Result<f64, String> {
+    config[key]
+        .as_f64()
+        .ok_or_else(|| format!("config needs a number `{key}`"))
+}
+
+/// transformers' `rope_parameters` (with `head_dim` and `max_position_embeddings`) as a
+/// [`RotaryEncoding`].
+fn rotary(config: &Value) -> Result<RotaryEncoding, attnzoo_models::AttnError> {
+    let get = |key: &str| config[key].as_f64();
+    let int = |key: &str| config[key].as_u64().unwrap_or(0) as usize;
+    let factor = get("factor").unwrap_or(1.0);
+    let scaling = match config["rope_type"].as_str().unwrap_or("default") {
+        "linear" => RopeScaling::Linear { factor },
+        "dynamic" => RopeScaling::DynamicNtk {
+            factor,
+            original_max_position_embeddings: int("max_position_embeddings"),
+        },
+        "yarn" => RopeScaling::Yarn {
+            factor,
+            original_max_position_embeddings: int("original_max_position_embeddings"),
+            beta_fast: get("beta_fast").unwrap_or(32.0),
+            beta_slow: get("beta_slow").unwrap_or(1.0),
+            attention_factor: get("attention_factor"),
+            mscale: get("mscale"),
+            mscale_all_dim: get("mscale_all_dim"),
+            truncate: config["truncate"].as_bool().unwrap_or(true),
+        },
+        "llama3" => RopeScaling::Llama3 {
+            factor,
+            low_freq_factor: get("low_freq_factor").unwrap_or(1.0),
+            high_freq_factor: get("high_freq_factor").unwrap_or(4.0),
+            original_max_position_embeddings: int("original_max_position_embeddings"),
+        },
+        _ => RopeScaling::None,
+    };
+    RotaryConfig::new(int("head_dim"))
+        .with_base(get("rope_theta").unwrap_or(10000.0))
+        .with_partial_rotary_factor(get("partial_rotary_factor").unwrap_or(1.0))
+        .with_scaling(scaling)
+        .try_init()
+}
+
+/// The first position of `input.position_ids [B, T]`, which must count up from it in every row
+/// (the positions `RotaryEncoding::apply` gives).
+fn first_position(fixture: &Fixture) -> Result<usize, String> {
+    let (shape, _, bytes) = &fixture.tensors["input.position_ids"];
+    let ids: Vec<i64> = bytes
+        .chunks_exact(8)
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let len = shape[1];
+    let first = ids[0];
+    let consecutive = ids.chunks(len).all(|row| {
+        row.iter()
+            .zip(first..)
+            .all(|(&id, expected)| id == expected)
+    });
+    if !consecutive || first < 0 {
+        return Err(format!(
+            "position_ids must be the same consecutive positions in every row, got {ids:?}"
+        ));
+    }
+    Ok(first as usize)
+}

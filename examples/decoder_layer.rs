@@ -202,7 +202,10 @@ fn main() {
                 for family in families() {
                     let y = family.init(&device)?.forward(x.clone())?;
                     let rms: f32 = y.square().mean().sqrt().into_scalar();
-                    println!("{backend} {:14} layer: output [2, 12, 64], rms {rms:.3}", family.name);
+                    println!(
+                        "{backend} {:14} layer: output [2, 12, 64], rms {rms:.3}",
+                        family.name
+                    );
                 }
             }
             Some(passes) => time_llama_layer(&device, &backend.to_string(), passes)?,
@@ -244,7 +247,11 @@ fn time_llama_layer(device: &Device, backend: &str, passes: u32) -> Result<(), A
     let layer = family.init(&train)?;
     let x = Tensor::<3>::random(shape, Distribution::Default, &train).require_grad();
     let (low, median) = min_median_ms(passes, || {
-        let grads = layer.forward(x.clone()).expect("valid shapes").sum().backward();
+        let grads = layer
+            .forward(x.clone())
+            .expect("valid shapes")
+            .sum()
+            .backward();
         train.sync().expect("the device finishes the pass");
         drop(grads);
     });

@@ -111,7 +111,10 @@ impl KeyPattern {
                 );
             }
             KeyPattern::Sinks { sinks, window } => {
-                ensure!(sinks >= 1, "attention sinks must be at least 1, got {sinks}");
+                ensure!(
+                    sinks >= 1,
+                    "attention sinks must be at least 1, got {sinks}"
+                );
                 ensure!(
                     window >= 1,
                     "sliding window must be at least 1, got {window}"

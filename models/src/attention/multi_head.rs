@@ -52,6 +52,10 @@ pub struct MultiHeadConfig {
     /// Biases on the four projections.
     #[config(default = true)]
     pub bias: bool,
+    /// Bias on the output projection alone, when it differs from `bias` (Qwen2: biases on the
+    /// query, key and value projections, none on the output).
+    #[config(default = "None")]
+    pub output_bias: Option<bool>,
     /// QK-norm: this RMSNorm (its width `d_head`) on every head's query and key, before RoPE.
     #[config(default = "None")]
     pub qk_norm: Option<RmsNormConfig>,
@@ -262,16 +266,17 @@ impl MultiHeadConfig {
             }
             None => None,
         };
-        let linear = |d_in, d_out| {
-            LinearConfig::new(d_in, d_out)
-                .with_bias(self.bias)
-                .init(device)
-        };
+        let linear =
+            |d_in, d_out, bias| LinearConfig::new(d_in, d_out).with_bias(bias).init(device);
         Ok(MultiHead {
-            query: linear(d_model, n_heads * d_head),
-            key: linear(d_model, n_kv_heads * d_head),
-            value: linear(d_model, n_kv_heads * d_head),
-            output: linear(n_heads * d_head, d_model),
+            query: linear(d_model, n_heads * d_head, self.bias),
+            key: linear(d_model, n_kv_heads * d_head, self.bias),
+            value: linear(d_model, n_kv_heads * d_head, self.bias),
+            output: linear(
+                n_heads * d_head,
+                d_model,
+                self.output_bias.unwrap_or(self.bias),
+            ),
             attention: self.attention.try_init()?,
             query_norm: qk_norm.clone(),
             key_norm: qk_norm,
@@ -313,8 +318,7 @@ impl MultiHead {
         if let Some(rotary) = &input.rotary {
             query = rotary.apply(query, offset)?;
         }
-        let (key, value, positions) = match (cache.fixed, cache.key.clone(), cache.value.clone())
-        {
+        let (key, value, positions) = match (cache.fixed, cache.key.clone(), cache.value.clone()) {
             (true, Some(key), Some(value)) => (key, value, cache.positions.clone()),
             (fixed, cached_key, cached_value) => {
                 let mut key = self.split_heads(self.key.forward(input.key), self.n_kv_heads);
@@ -523,7 +527,11 @@ mod tests {
 
     /// Decodes `x` one token at a time and compares with the whole sequence at once; returns
     /// the largest number of positions the cache held.
-    fn step_by_step_equals_whole(mha: &MultiHead, x: Tensor<3>, rotary: Option<RotaryEncoding>) -> usize {
+    fn step_by_step_equals_whole(
+        mha: &MultiHead,
+        x: Tensor<3>,
+        rotary: Option<RotaryEncoding>,
+    ) -> usize {
         let with_rotary = |input: MultiHeadInput| match &rotary {
             Some(rotary) => input.rotary(rotary.clone()),
             None => input,
@@ -557,8 +565,20 @@ mod tests {
         let rotary = crate::position::RotaryConfig::new(4).try_init().unwrap();
         // Runs past the window (3) and past window + sinks (2 + 3) several times over.
         for (pattern, bound) in [
-            (KeyPattern::Window { window: 3, causal: true }, 3),
-            (KeyPattern::Sinks { sinks: 2, window: 3 }, 5),
+            (
+                KeyPattern::Window {
+                    window: 3,
+                    causal: true,
+                },
+                3,
+            ),
+            (
+                KeyPattern::Sinks {
+                    sinks: 2,
+                    window: 3,
+                },
+                5,
+            ),
         ] {
             let mha = MultiHeadConfig::new(8, 2)
                 .with_n_kv_heads(Some(1))
@@ -585,7 +605,10 @@ mod tests {
             )
             .try_init(&device)
             .unwrap();
-        mha.sinks = Some(Param::from_tensor(Tensor::from_floats([0.5, -1.0, 2.0, 0.0], &device)));
+        mha.sinks = Some(Param::from_tensor(Tensor::from_floats(
+            [0.5, -1.0, 2.0, 0.0],
+            &device,
+        )));
         let x = Tensor::<3>::random([2, 6, 8], burn::tensor::Distribution::Default, &device);
         step_by_step_equals_whole(&mha, x.clone(), None);
         // A sink takes a share of every row: the weights sum to less than one.
@@ -607,8 +630,13 @@ mod tests {
             .try_init(&device)
             .unwrap_err();
         assert_eq!(error.to_string(), "QK-norm width 2 is not d_head 3");
-        let mha = MultiHeadConfig::new(10, 3).with_d_head(Some(5)).try_init(&device).unwrap();
+        let mha = MultiHeadConfig::new(10, 3)
+            .with_d_head(Some(5))
+            .with_output_bias(Some(false))
+            .try_init(&device)
+            .unwrap();
         assert_eq!(mha.d_head(), 5);
         assert_eq!(mha.output.weight.dims(), [15, 10]);
+        assert!(mha.query.bias.is_some() && mha.output.bias.is_none());
     }
 }

@@ -271,7 +271,10 @@ impl<const D: usize> AttentionInput<D> {
             let mut rows = scores;
             rows[D - 1] = 1;
             ensure!(
-                sink.dims().iter().zip(&rows).all(|(&d, &s)| d == s || d == 1),
+                sink.dims()
+                    .iter()
+                    .zip(&rows)
+                    .all(|(&d, &s)| d == s || d == 1),
                 "sink shape {:?} does not fit the rows shape {rows:?}",
                 sink.dims()
             );
@@ -344,7 +347,9 @@ impl ScaledDotProduct {
             let (q_len, _) = input.lengths();
             let offset = input.query_offset;
             let device = input.query.device();
-            let pattern = self.pattern.mask_at(offset..offset + q_len, &positions, &device);
+            let pattern = self
+                .pattern
+                .mask_at(offset..offset + q_len, &positions, &device);
             input.mask = either(input.mask, pattern.map(lift));
             let unpatterned = ScaledDotProduct {
                 pattern: KeyPattern::Full,
@@ -544,7 +549,10 @@ mod tests {
         let k = Tensor::<4>::random([2, 2, 7, 8], burn::tensor::Distribution::Default, &device);
         let v = Tensor::<4>::random([2, 2, 7, 3], burn::tensor::Distribution::Default, &device);
         let padding = Tensor::<2, Bool>::from_data(
-            burn::tensor::TensorData::from([[false; 7], [false, false, true, true, true, true, true]]),
+            burn::tensor::TensorData::from([
+                [false; 7],
+                [false, false, true, true, true, true, true],
+            ]),
             &device,
         );
         let input = AttentionInput::new(q.clone(), k.clone(), v).mask_pad(padding);
@@ -565,13 +573,28 @@ mod tests {
             .max()
             .into_scalar();
         assert!(spread <= (4.0f32).exp() * 1.0001, "{spread}");
-        for implementation in [AttentionImpl::Fused, AttentionImpl::Chunked { query_chunk: 2, key_chunk: 3 }] {
-            let context = capped(implementation).forward(input.clone()).unwrap().context;
+        for implementation in [
+            AttentionImpl::Fused,
+            AttentionImpl::Chunked {
+                query_chunk: 2,
+                key_chunk: 3,
+            },
+        ] {
+            let context = capped(implementation)
+                .forward(input.clone())
+                .unwrap()
+                .context;
             let error: f32 = (context - dense.context.clone()).abs().max().into_scalar();
             assert!(error < 1e-5, "{implementation:?}: {error}");
         }
-        let error = ScaledDotProductConfig::new().with_softcap(Some(0.0)).try_init().unwrap_err();
-        assert_eq!(error.to_string(), "soft-cap must be positive and finite, got 0");
+        let error = ScaledDotProductConfig::new()
+            .with_softcap(Some(0.0))
+            .try_init()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "soft-cap must be positive and finite, got 0"
+        );
     }
 
     #[test]

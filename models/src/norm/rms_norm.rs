@@ -114,13 +114,16 @@ impl RmsNorm {
 mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
-    use burn::tensor::{Tolerance, TensorData};
+    use burn::tensor::{TensorData, Tolerance};
 
     #[test]
     fn rms_norm_matches_the_formula_in_both_forms() {
         let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
         let x = Tensor::<2>::from_floats([[3.0, -4.0], [0.0, 0.0]], &device);
-        let mut norm = RmsNormConfig::new(2).with_epsilon(0.0).try_init(&device).unwrap();
+        let mut norm = RmsNormConfig::new(2)
+            .with_epsilon(0.0)
+            .try_init(&device)
+            .unwrap();
         norm.weight = Param::from_tensor(Tensor::from_floats([2.0, 0.5], &device));
         // rms([3, −4]) = √12.5; a zero row stays zero only with ε > 0, so use row 0.
         let rms = 12.5f32.sqrt();

@@ -22,6 +22,8 @@ use serde_json::Value;
 
 #[path = "parity/llm.rs"]
 mod llm;
+#[path = "parity/research.rs"]
+mod research;
 
 struct Fixture {
     name: String,
@@ -329,6 +331,7 @@ impl Fixture {
                 ]
             }
             kind if llm::knows(kind) => llm::run(self, device, implementation)?,
+            kind if research::handles(kind) => research::run(self, device, implementation)?,
             other => return Err(format!("unknown fixture kind `{other}`")),
         };
         Ok(outputs)

@@ -4,7 +4,8 @@
 //! post-norm: `x = LN₁(x + SA(x))`, `x = LN₂(x + CA(x, m))`, `x = LN₃(x + FF(x))`
 //! pre-norm:  `x = x + SA(LN₁(x))`, `x = x + CA(LN₂(x), m)`, `x = x + FF(LN₃(x))`
 //!
-//! with `SA` causal [`MultiHead`] self-attention, `CA` cross-attention over the encoder memory
+//! with `SA` causal [`MultiHead`] self-attention (softmax, or the causal form of the
+//! [`AttentionVariant`](super::AttentionVariant) the layer config names), `CA` cross-attention over the encoder memory
 //! `m`, and `FF` the [`FeedForward`] block.
 //!
 //! Shapes: `x [B, T, d_model]`, `memory [B, S, d_model]`, `memory_padding [B, S]` →
@@ -23,6 +24,7 @@ use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::feed_forward::FeedForward;
 use super::layer::LayerConfig;
+use super::variant::{VariantAttention, VariantCache};
 use crate::attention::{KeyPattern, KvCache, MultiHead, MultiHeadConfig, MultiHeadInput};
 use crate::error::ensure;
 use crate::AttnError;
@@ -47,25 +49,51 @@ pub struct DecoderLayer {
     /// Pre-norm or post-norm.
     #[module(skip)]
     pub norm_first: bool,
+    /// The causal self-attention variant that replaces softmax attention between `self_attn`'s
+    /// projections; `None`: softmax.
+    pub variant: Option<VariantAttention>,
 }
 
-/// One layer's cached self-attention keys/values and projected memory.
+/// One layer's cached self-attention keys/values (or a variant's state) and projected memory.
 #[derive(Debug, Clone)]
 pub struct LayerCache {
     self_attn: KvCache,
+    variant: VariantCache,
     cross_attn: KvCache,
+}
+
+impl LayerCache {
+    /// Target positions decoded so far.
+    fn len(&self) -> usize {
+        self.self_attn.len().max(self.variant.len())
+    }
 }
 
 impl LayerConfig {
     /// Builds a decoder layer: causal self-attention, cross-attention without a pattern.
     pub fn try_init_decoder(&self, device: &Device) -> Result<DecoderLayer, AttnError> {
+        self.try_init_decoder_at(0, device)
+    }
+
+    /// Builds the `depth`-th decoder layer of a stack (differential attention's `λ_init`
+    /// depends on it).
+    pub fn try_init_decoder_at(
+        &self,
+        depth: usize,
+        device: &Device,
+    ) -> Result<DecoderLayer, AttnError> {
         let attention = |pattern| {
             MultiHeadConfig::new(self.d_model, self.n_heads)
                 .with_attention(self.attention.clone().with_pattern(pattern))
                 .try_init(device)
         };
+        let self_attn = attention(KeyPattern::Causal)?;
+        let variant =
+            self.variant
+                .try_init(self.n_heads, self_attn.d_head(), depth, true, device)?;
         Ok(DecoderLayer {
-            self_attn: attention(KeyPattern::Causal)?,
+            self_attn,
+            variant,
             cross_attn: attention(KeyPattern::Full)?,
             feed_forward: self.feed_forward().init(device),
             norm1: self.layer_norm(device),
@@ -97,8 +125,16 @@ impl DecoderLayer {
             let output = module.forward_cached(input, cache)?;
             Ok::<_, AttnError>((self.dropout.forward(output.context), output.weights))
         };
-        let self_attend = |x: Tensor<3>, cache: &mut KvCache| {
-            attend(MultiHeadInput::self_attn(x), &self.self_attn, cache)
+        let self_attend = |x: Tensor<3>, cache: &mut LayerCache| match &self.variant {
+            Some(variant) => {
+                let context = variant.self_attend(&self.self_attn, x, None, &mut cache.variant)?;
+                Ok::<_, AttnError>((self.dropout.forward(context), None))
+            }
+            None => attend(
+                MultiHeadInput::self_attn(x),
+                &self.self_attn,
+                &mut cache.self_attn,
+            ),
         };
         let cross_attend = |x: Tensor<3>, cache: &mut KvCache| {
             let mut input = MultiHeadInput::new(x, memory.clone(), memory.clone());
@@ -108,8 +144,7 @@ impl DecoderLayer {
             attend(input, &self.cross_attn, cache)
         };
         let (hidden, self_weights, cross_weights) = if self.norm_first {
-            let (context, self_weights) =
-                self_attend(self.norm1.forward(x.clone()), &mut cache.self_attn)?;
+            let (context, self_weights) = self_attend(self.norm1.forward(x.clone()), cache)?;
             let x = x + context;
             let (context, cross_weights) =
                 cross_attend(self.norm2.forward(x.clone()), &mut cache.cross_attn)?;
@@ -117,7 +152,7 @@ impl DecoderLayer {
             let hidden = x.clone() + self.feed_forward.forward(self.norm3.forward(x));
             (hidden, self_weights, cross_weights)
         } else {
-            let (context, self_weights) = self_attend(x.clone(), &mut cache.self_attn)?;
+            let (context, self_weights) = self_attend(x.clone(), cache)?;
             let x = self.norm1.forward(x + context);
             let (context, cross_weights) = cross_attend(x.clone(), &mut cache.cross_attn)?;
             let x = self.norm2.forward(x + context);
@@ -164,6 +199,7 @@ impl DecoderCache {
     pub fn new(decoder: &Decoder) -> Self {
         let layer = LayerCache {
             self_attn: KvCache::growing(),
+            variant: VariantCache::default(),
             cross_attn: KvCache::fixed(),
         };
         Self {
@@ -173,7 +209,7 @@ impl DecoderCache {
 
     /// Target positions decoded so far.
     pub fn len(&self) -> usize {
-        self.layers.first().map_or(0, |layer| layer.self_attn.len())
+        self.layers.first().map_or(0, LayerCache::len)
     }
 
     /// Whether nothing was decoded yet.
@@ -185,6 +221,7 @@ impl DecoderCache {
     pub fn select(&mut self, indices: Tensor<1, Int>) {
         for layer in &mut self.layers {
             layer.self_attn.select(indices.clone());
+            layer.variant.select(indices.clone());
             layer.cross_attn.select(indices.clone());
         }
     }
@@ -196,7 +233,7 @@ impl DecoderConfig {
         ensure!(self.n_layers >= 1, "a decoder needs at least one layer");
         Ok(Decoder {
             layers: (0..self.n_layers)
-                .map(|_| self.layer.try_init_decoder(device))
+                .map(|depth| self.layer.try_init_decoder_at(depth, device))
                 .collect::<Result<_, _>>()?,
             norm: self.final_norm.then(|| self.layer.layer_norm(device)),
         })

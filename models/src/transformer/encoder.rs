@@ -4,7 +4,9 @@
 //! post-norm: `x = LN₁(x + SA(x))`, `x = LN₂(x + FF(x))`
 //! pre-norm:  `x = x + SA(LN₁(x))`, `x = x + FF(LN₂(x))`
 //!
-//! with `SA` attnzoo's [`MultiHead`] self-attention (dropout after it) and `FF` the
+//! with `SA` attnzoo's [`MultiHead`] self-attention (softmax, or the
+//! [`AttentionVariant`](super::AttentionVariant) the layer config names, between the same
+//! projections; dropout after it) and `FF` the
 //! [`FeedForward`] block. The stack applies `n_layers` layers, then an optional final LayerNorm
 //! (what pre-norm stacks use).
 //!
@@ -19,6 +21,7 @@ use burn::tensor::{Bool, Device, Tensor};
 
 use super::feed_forward::FeedForward;
 use super::layer::LayerConfig;
+use super::variant::{VariantAttention, VariantCache};
 use crate::attention::{MultiHead, MultiHeadConfig, MultiHeadInput};
 use crate::error::ensure;
 use crate::AttnError;
@@ -39,15 +42,33 @@ pub struct EncoderLayer {
     /// Pre-norm or post-norm.
     #[module(skip)]
     pub norm_first: bool,
+    /// The self-attention variant that replaces softmax attention between `self_attn`'s
+    /// projections; `None`: softmax.
+    pub variant: Option<VariantAttention>,
 }
 
 impl LayerConfig {
     /// Builds an encoder layer, checking the sizes.
     pub fn try_init_encoder(&self, device: &Device) -> Result<EncoderLayer, AttnError> {
+        self.try_init_encoder_at(0, device)
+    }
+
+    /// Builds the `depth`-th encoder layer of a stack (differential attention's `λ_init` depends
+    /// on it).
+    pub fn try_init_encoder_at(
+        &self,
+        depth: usize,
+        device: &Device,
+    ) -> Result<EncoderLayer, AttnError> {
+        let self_attn = MultiHeadConfig::new(self.d_model, self.n_heads)
+            .with_attention(self.attention.clone())
+            .try_init(device)?;
+        let variant =
+            self.variant
+                .try_init(self.n_heads, self_attn.d_head(), depth, false, device)?;
         Ok(EncoderLayer {
-            self_attn: MultiHeadConfig::new(self.d_model, self.n_heads)
-                .with_attention(self.attention.clone())
-                .try_init(device)?,
+            self_attn,
+            variant,
             feed_forward: self.feed_forward().init(device),
             norm1: self.layer_norm(device),
             norm2: self.layer_norm(device),
@@ -68,7 +89,7 @@ impl EncoderLayer {
     }
 
     /// As [`forward`](Self::forward), and the self-attention weights `[B, h, T, T]` when
-    /// `need_weights`.
+    /// `need_weights` (softmax attention only: a [variant](super::AttentionVariant) returns none).
     pub fn forward_with_weights(
         &self,
         x: Tensor<3>,
@@ -76,6 +97,15 @@ impl EncoderLayer {
         need_weights: bool,
     ) -> Result<(Tensor<3>, Option<Tensor<4>>), AttnError> {
         let attend = |x: Tensor<3>| -> Result<_, AttnError> {
+            if let Some(variant) = &self.variant {
+                let context = variant.self_attend(
+                    &self.self_attn,
+                    x,
+                    padding.clone(),
+                    &mut VariantCache::default(),
+                )?;
+                return Ok((self.dropout.forward(context), None));
+            }
             let mut input = MultiHeadInput::self_attn(x);
             if let Some(padding) = padding.clone() {
                 input = input.padding(padding);
@@ -131,7 +161,7 @@ impl EncoderConfig {
         ensure!(self.n_layers >= 1, "an encoder needs at least one layer");
         Ok(Encoder {
             layers: (0..self.n_layers)
-                .map(|_| self.layer.try_init_encoder(device))
+                .map(|depth| self.layer.try_init_encoder_at(depth, device))
                 .collect::<Result<_, _>>()?,
             norm: self.final_norm.then(|| self.layer.layer_norm(device)),
         })

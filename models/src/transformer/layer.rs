@@ -5,6 +5,7 @@ use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::tensor::Device;
 
 use super::feed_forward::{FeedForwardActivation, FeedForwardConfig};
+use super::variant::AttentionVariant;
 use crate::attention::ScaledDotProductConfig;
 
 /// The sizes of one encoder or decoder layer, named as `torch.nn.TransformerEncoderLayer`'s
@@ -32,6 +33,10 @@ pub struct LayerConfig {
     /// The self-attention's scale, pattern and implementation (a decoder makes it causal).
     #[config(default = "ScaledDotProductConfig::new()")]
     pub attention: ScaledDotProductConfig,
+    /// The self-attention variant (softmax, T5 bias, talking heads, linear, ...); cross-attention
+    /// stays softmax.
+    #[config(default = "AttentionVariant::Softmax")]
+    pub variant: AttentionVariant,
 }
 
 impl LayerConfig {

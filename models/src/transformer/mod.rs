@@ -6,6 +6,7 @@ pub mod encoder;
 pub mod feed_forward;
 pub mod gated_feed_forward;
 pub mod layer;
+pub mod variant;
 
 pub use bert::{l2_normalize, Bert, BertConfig, Pooling};
 pub use decoder::{Decoder, DecoderCache, DecoderConfig, DecoderLayer, DecoderOutput};
@@ -13,3 +14,4 @@ pub use encoder::{Encoder, EncoderConfig, EncoderLayer};
 pub use feed_forward::{FeedForward, FeedForwardActivation, FeedForwardConfig};
 pub use gated_feed_forward::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 pub use layer::LayerConfig;
+pub use variant::{AttentionVariant, VariantAttention, VariantCache};

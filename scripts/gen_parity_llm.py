@@ -263,7 +263,8 @@ def attention_case(name, kind, config_cls, cls, rotary_cls, settings, layer_idx,
         compare["weights"] = (~dead)[:, None, :, None].expand_as(outputs["weights"]).to(torch.uint8)
     layer_type = config.layer_types[layer_idx] if hasattr(config, "layer_types") else "full_attention"
     record = {k: getattr(config, k, None) for k in (
-        "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps", "attention_bias",
+        "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps",
+        "attention_bias",
         "attn_logit_softcapping", "query_pre_attn_scalar")}
     record.update(layer_type=layer_type, sliding_window=window, scaling=module.scaling,
                   rope_parameters=config.rope_parameters, sinks=sinks,

@@ -10,7 +10,10 @@
 use std::io::Write;
 
 use attnzoo_backends::test_devices;
-use attnzoo_models::attention::AttentionImpl;
+use attnzoo_models::attention::{
+    AttentionImpl, KeyPattern, KvCache, MultiHead, MultiHeadConfig, MultiHeadInput,
+    ScaledDotProductConfig,
+};
 use attnzoo_models::norm::RmsNormConfig;
 use attnzoo_models::position::{RopeScaling, RotaryConfig, RotaryEncoding};
 use attnzoo_models::transformer::{GatedActivation, GatedFeedForwardConfig};
@@ -22,13 +25,17 @@ use serde_json::Value;
 use super::{compare, fixture_paths, Fixture};
 
 /// The kinds this file runs.
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 10] = [
     "LlamaRMSNorm",
     "Gemma2RMSNorm",
     "LlamaMLP",
     "GemmaMLP",
     "LlamaRotaryEmbedding",
     "GPTNeoXRotaryEmbedding",
+    "Qwen3Attention",
+    "MistralAttention",
+    "Gemma2Attention",
+    "GptOssAttention",
 ];
 
 /// Whether `kind` is one of this file's.
@@ -59,7 +66,7 @@ impl Tracked {
             Tracked::Three(t) => t.grad(grads)?.into_data(),
             Tracked::Four(t) => t.grad(grads)?.into_data(),
         };
-        Some(data.to_vec::<f32>().unwrap())
+        Some(data.try_into_vec::<f32>().unwrap())
     }
 }
 
@@ -85,6 +92,15 @@ impl Run {
             }
         }
         linear
+    }
+
+    fn param(&mut self, fixture: &Fixture, name: &str, device: &Device) -> Param<Tensor<1>> {
+        let param = Param::from_tensor(fixture.float(&format!("param.{name}"), device));
+        if self.track {
+            self.tracked
+                .push((name.to_string(), Tracked::Vector(param.val())));
+        }
+        param
     }
 
     fn input3(&mut self, fixture: &Fixture, name: &str, device: &Device) -> Tensor<3> {
@@ -123,7 +139,7 @@ pub fn run(
 fn build(
     fixture: &Fixture,
     device: &Device,
-    _implementation: AttentionImpl,
+    implementation: AttentionImpl,
     track: bool,
 ) -> Result<Run, String> {
     let err = |e: attnzoo_models::AttnError| e.to_string();
@@ -139,12 +155,7 @@ fn build(
                 .with_unit_offset(fixture.kind == "Gemma2RMSNorm")
                 .try_init(device)
                 .map_err(err)?;
-            let weight: Tensor<1> = fixture.float("param.weight", device);
-            norm.weight = Param::from_tensor(weight);
-            if track {
-                run.tracked
-                    .push(("weight".into(), Tracked::Vector(norm.weight.val())));
-            }
+            norm.weight = run.param(fixture, "weight", device);
             let x = run.input3(fixture, "hidden_states", device);
             run.outputs
                 .push(("output".into(), norm.forward(x).unsqueeze()));
@@ -193,9 +204,104 @@ fn build(
                 ),
             ]);
         }
+        "Qwen3Attention" | "MistralAttention" | "Gemma2Attention" | "GptOssAttention" => {
+            attention(fixture, device, implementation, &mut run)?
+        }
         other => return Err(format!("llm parity does not know kind `{other}`")),
     }
     Ok(run)
+}
+
+/// A decoder LM's self-attention: `MultiHead` configured as the reference layer, and its rotary
+/// embedding.
+fn attention_module(
+    fixture: &Fixture,
+    device: &Device,
+    implementation: AttentionImpl,
+    run: &mut Run,
+) -> Result<(MultiHead, RotaryEncoding), String> {
+    let err = |e: attnzoo_models::AttnError| e.to_string();
+    let config = &fixture.config;
+    let head_dim = fixture.usize("head_dim");
+    // transformers' window `W` keeps the query and the `W − 1` keys before it.
+    let pattern = match config["sliding_window"].as_u64() {
+        Some(window) => KeyPattern::Window {
+            window: window as usize - 1,
+            causal: true,
+        },
+        None => KeyPattern::Causal,
+    };
+    let attention = ScaledDotProductConfig::new()
+        .with_scale(Some(number(config, "scaling")?))
+        .with_softcap(config["attn_logit_softcapping"].as_f64())
+        .with_pattern(pattern)
+        .with_implementation(implementation);
+    let qk_norm = config["qk_norm"].as_bool().unwrap_or(false).then(|| {
+        RmsNormConfig::new(head_dim).with_epsilon(config["rms_norm_eps"].as_f64().unwrap_or(1e-6))
+    });
+    let mut module = MultiHeadConfig::new(
+        fixture.usize("hidden_size"),
+        fixture.usize("num_attention_heads"),
+    )
+    .with_n_kv_heads(Some(fixture.usize("num_key_value_heads")))
+    .with_d_head(Some(head_dim))
+    .with_bias(config["attention_bias"].as_bool().unwrap_or(false))
+    .with_qk_norm(qk_norm)
+    .with_sinks(config["sinks"].as_bool().unwrap_or(false))
+    .with_attention(attention)
+    .try_init(device)
+    .map_err(err)?;
+    module.query = run.linear(fixture, "q_proj", device);
+    module.key = run.linear(fixture, "k_proj", device);
+    module.value = run.linear(fixture, "v_proj", device);
+    module.output = run.linear(fixture, "o_proj", device);
+    for (name, norm) in [
+        ("q_norm", module.query_norm.as_mut()),
+        ("k_norm", module.key_norm.as_mut()),
+    ] {
+        if let Some(norm) = norm {
+            norm.weight = run.param(fixture, &format!("{name}.weight"), device);
+        }
+    }
+    if module.sinks.is_some() {
+        module.sinks = Some(run.param(fixture, "sinks", device));
+    }
+    let mut rope = config["rope_parameters"].clone();
+    rope["head_dim"] = head_dim.into();
+    rope["max_position_embeddings"] = config["max_position_embeddings"].clone();
+    let rotary = rotary(&rope).map_err(err)?;
+    if first_position(fixture)? != 0 {
+        return Err("attention fixtures start at position 0".into());
+    }
+    Ok((module, rotary))
+}
+
+/// The attention over `hidden_states` with the padding of `attention_mask`.
+fn attention(
+    fixture: &Fixture,
+    device: &Device,
+    implementation: AttentionImpl,
+    run: &mut Run,
+) -> Result<(), String> {
+    let err = |e: attnzoo_models::AttnError| e.to_string();
+    let (module, rotary) = attention_module(fixture, device, implementation, run)?;
+    let padding = fixture
+        .mask::<2>("input.attention_mask", device)
+        .ok_or("no input.attention_mask")?;
+    let x = run.input3(fixture, "hidden_states", device);
+    let mut input = MultiHeadInput::self_attn(x).padding(padding).rotary(rotary);
+    if implementation == AttentionImpl::Dense {
+        input = input.with_weights();
+    }
+    let output = module.forward(input).map_err(err)?;
+    run.outputs
+        .push(("output".into(), output.context.unsqueeze()));
+    run.outputs.extend(
+        output
+            .weights
+            .map(|weights| ("weights".to_string(), weights)),
+    );
+    Ok(())
 }
 
 fn llm_fixtures() -> Vec<Fixture> {
@@ -303,6 +409,123 @@ fn llm_gradients_equal_torch_autograd_on_every_autodiff_backend() {
         "gradient failures:\n{}",
         failures.join("\n")
     );
+}
+
+/// The unpadded first row of every attention fixture decoded one token at a time through the
+/// KV cache (which a sliding window keeps to the window) equals the reference's whole forward.
+#[test]
+fn llm_attention_decoded_token_by_token_equals_the_reference() {
+    let mut failures = Vec::new();
+    let mut stderr = std::io::stderr();
+    let fixtures = llm_fixtures();
+    let attentions: Vec<&Fixture> = fixtures
+        .iter()
+        .filter(|fixture| knows(&fixture.kind) && !without_attention(&fixture.kind))
+        .collect();
+    assert!(!attentions.is_empty(), "no attention fixture found");
+    for fixture in attentions {
+        let (_, expected) = fixture.values("output.output");
+        for test in &test_devices() {
+            let device = &test.device;
+            let mut run = Run {
+                outputs: Vec::new(),
+                tracked: Vec::new(),
+                track: false,
+            };
+            let (module, rotary) =
+                attention_module(fixture, device, AttentionImpl::Dense, &mut run).unwrap();
+            let x: Tensor<3> = fixture.float("input.hidden_states", device);
+            let [_, len, width] = x.dims();
+            let mut cache = KvCache::growing();
+            let mut most_kept = 0;
+            let mut steps = Vec::new();
+            for t in 0..len {
+                let token = x.clone().narrow(0, 0, 1).narrow(1, t, 1);
+                let input = MultiHeadInput::self_attn(token).rotary(rotary.clone());
+                steps.push(module.forward_cached(input, &mut cache).unwrap().context);
+                most_kept = most_kept.max(cache.len());
+            }
+            let decoded = Tensor::cat(steps, 1)
+                .into_data()
+                .try_into_vec::<f32>()
+                .unwrap();
+            let (error, ok) = compare(
+                &decoded,
+                &expected[..len * width],
+                None,
+                fixture.atol,
+                fixture.rtol,
+            );
+            if !ok {
+                failures.push(format!(
+                    "{} {}: decoded max |err| {error:.3e}",
+                    fixture.name, test.backend
+                ));
+            }
+            let window = fixture.config["sliding_window"]
+                .as_u64()
+                .map(|w| w as usize);
+            if most_kept > window.unwrap_or(len) {
+                failures.push(format!(
+                    "{} {}: the cache held {most_kept} positions, window {window:?}",
+                    fixture.name, test.backend
+                ));
+            }
+            let _ = writeln!(
+                stderr,
+                "decoded {:<30} {:<8} {len} steps, cache at most {most_kept}, max|err| {error:.2e}",
+                fixture.name,
+                test.backend.name()
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "decoding failures:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The same attention under the reference's own 4-D mask (`input.mask`) in place of its
+/// positional pattern and padding gives the same outputs: the stored mask is the one
+/// transformers built, and the pattern reads its window as transformers does.
+#[test]
+fn llm_attention_under_the_reference_mask_equals_the_reference() {
+    let mut failures = Vec::new();
+    for fixture in llm_fixtures()
+        .iter()
+        .filter(|fixture| knows(&fixture.kind) && !without_attention(&fixture.kind))
+    {
+        let (_, expected) = fixture.values("output.output");
+        let selected = fixture
+            .tensors
+            .get("compare.output")
+            .map(|(_, _, b)| b.as_slice());
+        for test in &test_devices() {
+            let device = &test.device;
+            let mut run = Run {
+                outputs: Vec::new(),
+                tracked: Vec::new(),
+                track: false,
+            };
+            let (mut module, rotary) =
+                attention_module(fixture, device, AttentionImpl::Dense, &mut run).unwrap();
+            module.attention.pattern = KeyPattern::Full;
+            let mask = fixture.mask::<3>("input.mask", device).unwrap();
+            let x: Tensor<3> = fixture.float("input.hidden_states", device);
+            let input = MultiHeadInput::self_attn(x).mask(mask).rotary(rotary);
+            let output = module.forward(input).unwrap().context.into_data();
+            let actual = output.try_into_vec::<f32>().unwrap();
+            let (error, ok) = compare(&actual, &expected, selected, fixture.atol, fixture.rtol);
+            if !ok {
+                failures.push(format!(
+                    "{} {}: under input.mask max |err| {error:.3e}",
+                    fixture.name, test.backend
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 fn number(config: &Value, key: &str) -> Result<f64, String> {

@@ -34,9 +34,9 @@ use crate::AttnError;
 /// use burn::tensor::{Device, Distribution, Tensor};
 ///
 /// let device = Device::default();
-/// // Heads of width 2d = 16 (two 8-wide halves), the third layer (λ_init = 0.8 − 0.6 e^{−0.9}).
+/// // Heads of width 2d = 16 (two 8-wide halves), the third layer (λ_init = 0.8 − 0.6 e^{−0.6}).
 /// let attention = DifferentialConfig::new(16).with_depth(2).try_init(&device)?;
-/// assert!((attention.lambda_init - 0.5561).abs() < 1e-4);
+/// assert!((attention.lambda_init - 0.4707).abs() < 1e-4);
 /// let x = Tensor::<4>::random([2, 3, 5, 16], Distribution::Default, &device); // [B, h, T, 2d]
 /// let out = attention.forward(AttentionInput::self_attn(x))?;
 /// assert_eq!(out.context.dims(), [2, 3, 5, 16]);

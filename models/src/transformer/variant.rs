@@ -291,3 +291,114 @@ impl VariantAttention {
             .forward(context.swap_dims(1, 2).reshape([batch, len, width])))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transformer::{DecoderCache, DecoderConfig, EncoderConfig, LayerConfig};
+    use attnzoo_backends::{Backend, DeviceSpec};
+    use burn::tensor::{Distribution, TensorData, Tolerance};
+
+    fn variants() -> Vec<AttentionVariant> {
+        vec![
+            AttentionVariant::Softmax,
+            AttentionVariant::T5Bias {
+                num_buckets: 8,
+                max_distance: 16,
+            },
+            AttentionVariant::RelativePosition {
+                max_relative_position: 3,
+            },
+            AttentionVariant::TalkingHeads,
+            AttentionVariant::Sigmoid { n: Some(6) },
+            AttentionVariant::Differential,
+            AttentionVariant::Linear,
+            AttentionVariant::Performer { n_features: None },
+        ]
+    }
+
+    /// Every variant plugs into the encoder (with padding, and an all-finite output) and,
+    /// Performer aside, into the decoder, whose step-by-step decoding equals the whole sequence.
+    #[test]
+    fn every_variant_encodes_and_decodes_step_by_step_as_a_whole() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let x = Tensor::<3>::random([2, 6, 8], Distribution::Default, &device);
+        let memory = Tensor::<3>::random([2, 3, 8], Distribution::Default, &device);
+        let padding = Tensor::<2, Bool>::from_data(
+            TensorData::from([[false; 6], [false, false, false, false, true, true]]),
+            &device,
+        );
+        for variant in variants() {
+            let layer = LayerConfig::new(8, 2, 16)
+                .with_dropout(0.0)
+                .with_variant(variant.clone());
+            let encoder = EncoderConfig::new(layer.clone(), 2)
+                .try_init(&device)
+                .unwrap();
+            assert_eq!(
+                encoder.layers[0].variant.is_some(),
+                variant != AttentionVariant::Softmax
+            );
+            let encoded = encoder.forward(x.clone(), Some(padding.clone())).unwrap();
+            assert_eq!(encoded.dims(), [2, 6, 8]);
+            assert!(
+                encoded.into_data().iter::<f32>().all(f32::is_finite),
+                "{variant:?}"
+            );
+            let decoder = DecoderConfig::new(layer, 2).try_init(&device);
+            let Ok(decoder) = decoder else {
+                assert!(
+                    matches!(variant, AttentionVariant::Performer { .. }),
+                    "{variant:?}"
+                );
+                continue;
+            };
+            let whole = decoder
+                .forward(
+                    x.clone(),
+                    memory.clone(),
+                    None,
+                    &mut DecoderCache::new(&decoder),
+                    false,
+                )
+                .unwrap()
+                .hidden;
+            let mut cache = DecoderCache::new(&decoder);
+            let steps: Vec<Tensor<3>> = (0..6)
+                .map(|t| {
+                    decoder
+                        .forward(
+                            x.clone().narrow(1, t, 1),
+                            memory.clone(),
+                            None,
+                            &mut cache,
+                            false,
+                        )
+                        .unwrap()
+                        .hidden
+                })
+                .collect();
+            assert_eq!(cache.len(), 6, "{variant:?}");
+            Tensor::cat(steps, 1)
+                .into_data()
+                .assert_approx_eq::<f32>(&whole.into_data(), Tolerance::absolute(1e-4));
+        }
+    }
+
+    #[test]
+    fn a_performer_decoder_and_a_causal_sigmoid_without_n_are_refused() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let layer = LayerConfig::new(8, 2, 16);
+        let error = layer
+            .clone()
+            .with_variant(AttentionVariant::Performer { n_features: None })
+            .try_init_decoder(&device)
+            .unwrap_err();
+        assert!(error.0.contains("no causal form"), "{error}");
+        let error = layer
+            .with_variant(AttentionVariant::Sigmoid { n: None })
+            .try_init_decoder(&device)
+            .unwrap_err();
+        assert!(error.0.contains("needs a fixed n"), "{error}");
+    }
+}

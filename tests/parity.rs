@@ -22,6 +22,9 @@ use serde_json::Value;
 
 #[path = "parity/llm.rs"]
 mod llm;
+#[path = "parity/mla.rs"]
+mod mla;
+
 #[path = "parity/research.rs"]
 mod research;
 
@@ -332,6 +335,7 @@ impl Fixture {
             }
             kind if llm::knows(kind) => llm::run(self, device, implementation)?,
             kind if research::handles(kind) => research::run(self, device, implementation)?,
+            mla::KIND => mla::run(self, device, implementation, want_weights)?,
             other => return Err(format!("unknown fixture kind `{other}`")),
         };
         Ok(outputs)

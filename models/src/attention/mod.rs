@@ -3,6 +3,7 @@
 pub mod additive;
 pub mod alignment;
 pub mod differential;
+pub mod latent;
 pub mod linear;
 pub mod linformer;
 pub mod location;
@@ -21,6 +22,10 @@ pub mod talking_heads;
 pub use additive::{Additive, AdditiveConfig};
 pub use alignment::{Alignment, AlignmentConfig, AlignmentOutput, AlignmentScore};
 pub use differential::{Differential, DifferentialConfig};
+pub use latent::{
+    LatentCache, LatentPath, LatentQuery, LowRankQuery, MultiHeadLatent, MultiHeadLatentConfig,
+    MultiHeadLatentInput,
+};
 pub use linear::{elu_feature_map, LinearAttention, LinearAttentionConfig, LinearState};
 pub use linformer::{Linformer, LinformerConfig};
 pub use location::{Location, LocationConfig};

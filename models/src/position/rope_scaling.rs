@@ -355,7 +355,7 @@ fn yarn_inv_freq(
     if low == high {
         high += 0.001; // transformers' guard against a zero-width ramp
     }
-    let (low, width) = (low as f32, (high - low as f64) as f32);
+    let (low, width) = (low as f32, (high - low) as f32);
     let factor = factor as f32;
     (0..dim / 2)
         .map(|i| {

@@ -11,7 +11,10 @@
 //! - **dynamic NTK** (bloc97 and emozilla, 2023): at sequence length `n > L` the base grows,
 //!   `base' = base · (s·n/L − (s − 1))^{d/(d−2)}`, `θ'_i = base'^{−2i/d}`; up to `L` positions
 //!   nothing changes. It depends on the length of the sequence at call time (`n` = the call's
-//!   first position + its length), as transformers' `dynamic_rope_update` does.
+//!   first position + its length), as transformers' `dynamic_rope_update` does. transformers keeps
+//!   the largest `n` it has seen until a call within `L` resets it; here each call uses its own
+//!   `n`, which is the same for a whole sequence at once and for token-by-token decoding (keys
+//!   cached at earlier steps keep the rotation of their step in both).
 //! - **YaRN** (Peng et al. 2023, "YaRN: Efficient Context Window Extension of Large Language
 //!   Models"): high frequencies (more than `β_fast` rotations over `L`) are kept, low ones (fewer
 //!   than `β_slow`) interpolated, and a linear ramp between: with

@@ -142,18 +142,20 @@ mod tests {
         let x = Tensor::<2>::from_data(TensorData::new(xs.to_vec(), [5, 1]), &device);
         let silu = |x: f32| x / (1.0 + (-x).exp());
         let expected: Vec<f32> = xs.iter().map(|&x| silu(x) * x).collect();
-        mlp.forward(x.clone())
-            .into_data()
-            .assert_approx_eq::<f32>(&TensorData::new(expected, [5, 1]), Tolerance::absolute(1e-6));
+        mlp.forward(x.clone()).into_data().assert_approx_eq::<f32>(
+            &TensorData::new(expected, [5, 1]),
+            Tolerance::absolute(1e-6),
+        );
         mlp.activation = GatedActivation::GeluTanh;
         let gelu = |x: f32| {
             0.5 * x
                 * (1.0 + ((2.0 / std::f32::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())
         };
         let expected: Vec<f32> = xs.iter().map(|&x| gelu(x) * x).collect();
-        mlp.forward(x)
-            .into_data()
-            .assert_approx_eq::<f32>(&TensorData::new(expected, [5, 1]), Tolerance::absolute(1e-6));
+        mlp.forward(x).into_data().assert_approx_eq::<f32>(
+            &TensorData::new(expected, [5, 1]),
+            Tolerance::absolute(1e-6),
+        );
     }
 
     #[test]

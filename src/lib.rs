@@ -30,6 +30,7 @@ mod error;
 pub mod files;
 mod fonts;
 pub mod heatmap;
+pub mod language_model;
 mod padding;
 mod parallel;
 pub mod sentence_embedding;

@@ -10,7 +10,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[cfg(feature = "serve")]
 use commands::serve;
-use commands::{attend, backends, bleu, data, demo, embed, eval, train, translate};
+use commands::{attend, backends, bleu, data, demo, embed, eval, generate, train, translate};
 
 #[derive(Parser)]
 #[command(
@@ -50,6 +50,9 @@ enum Command {
     Bleu(bleu::Args),
     /// Heatmaps (PNG and SVG) of the attention behind one translation.
     Attend(attend::Args),
+    /// Continues a prompt with a decoder LM from a Hugging Face folder (Llama, Mistral, Qwen2,
+    /// Qwen3, Gemma 2, DeepSeek-V3 dense), streaming the text to stdout.
+    Generate(generate::Args),
     /// The attention explorer: a page and a JSON API on 127.0.0.1:8080 over translation
     /// checkpoints and MiniLM.
     #[cfg(feature = "serve")]
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Bleu(args) => bleu::run(args),
         Command::Attend(args) => attend::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::Demo(args) => demo::run(args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(args),

@@ -4,6 +4,7 @@
 pub mod attention;
 mod error;
 pub mod finite;
+pub mod lm;
 pub mod norm;
 pub mod position;
 pub mod seq2seq;

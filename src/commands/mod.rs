@@ -8,6 +8,7 @@ pub mod data;
 pub mod demo;
 pub mod embed;
 pub mod eval;
+pub mod generate;
 pub mod output;
 pub mod parse;
 #[cfg(feature = "serve")]

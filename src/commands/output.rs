@@ -41,6 +41,12 @@ impl Stdout {
         writeln!(self.0, "{text}").map_err(failed)
     }
 
+    /// Writes `text` as it is and flushes it: output that streams as it is made.
+    pub fn stream(&mut self, text: &str) -> anyhow::Result<()> {
+        self.0.write_all(text.as_bytes()).map_err(failed)?;
+        self.0.flush().map_err(failed)
+    }
+
     /// Flushes what is buffered: the last chance for an error to show.
     pub fn finish(mut self) -> anyhow::Result<()> {
         self.0.flush().map_err(failed)

@@ -117,3 +117,43 @@ pub fn layers(text: &str) -> Result<usize, String> {
 pub fn beam_size(text: &str) -> Result<usize, String> {
     validate::beam_size(number(text)?)
 }
+
+/// A sampling temperature in `(0, 100]`.
+pub fn temperature(text: &str) -> Result<f64, String> {
+    let value: f64 = number(text)?;
+    if value > 0.0 && value <= 100.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{} is not a temperature in (0, 100]",
+            validate::show(value)
+        ))
+    }
+}
+
+/// A top-p (nucleus) mass in `(0, 1]`.
+pub fn top_p(text: &str) -> Result<f64, String> {
+    let value: f64 = number(text)?;
+    if value > 0.0 && value <= 1.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{} is not a top-p in (0, 1]",
+            validate::show(value)
+        ))
+    }
+}
+
+/// Token ids, comma-separated: `1,2,3`.
+pub fn token_ids(text: &str) -> Result<Vec<u32>, String> {
+    text.split(',')
+        .map(|id| {
+            id.trim().parse().map_err(|_| {
+                format!(
+                    "`{}` is not a token id (a whole number 0 to 4294967295)",
+                    id.trim()
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,690 @@
+//! The `config.json` of a Hugging Face decoder LM, read as `transformers` 4.x writes it
+//! (`rope_theta`, `rope_scaling`) and as 5.x does (`rope_parameters`), for the families
+//! [`CausalLm`](super::CausalLm) builds: `llama`, `mistral`, `qwen2`, `qwen3`, `gemma2` and
+//! `deepseek_v3` with dense layers only.
+//!
+//! Every field is checked where it is read; a missing, mistyped or inconsistent one is an
+//! [`AttnError`] that names it.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::ensure;
+use crate::position::RopeScaling;
+use crate::transformer::GatedActivation;
+use crate::AttnError;
+
+/// The model families this crate loads, by `config.json`'s `model_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LmFamily {
+    /// `llama`: RMSNorm, RoPE (with any scaling), SwiGLU, grouped-query attention.
+    Llama,
+    /// `mistral`: Llama with a sliding window on every layer.
+    Mistral,
+    /// `qwen2`: Llama with biases on the query, key and value projections.
+    Qwen2,
+    /// `qwen3`: Llama with QK-norm and an explicit `head_dim`.
+    Qwen3,
+    /// `gemma2`: `(1 + w)` norms around both blocks, scaled embeddings, GeGLU, soft-capping,
+    /// alternating sliding and global layers.
+    Gemma2,
+    /// `deepseek_v3` with dense feed-forward layers: multi-head latent attention.
+    DeepseekV3,
+}
+
+impl LmFamily {
+    /// The family of a `model_type`, or an error naming the ones supported.
+    pub fn from_model_type(model_type: &str) -> Result<Self, AttnError> {
+        Ok(match model_type {
+            "llama" => LmFamily::Llama,
+            "mistral" => LmFamily::Mistral,
+            "qwen2" => LmFamily::Qwen2,
+            "qwen3" => LmFamily::Qwen3,
+            "gemma2" => LmFamily::Gemma2,
+            "deepseek_v3" => LmFamily::DeepseekV3,
+            other => {
+                return Err(AttnError::new(format!(
+                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, deepseek_v3)"
+                )))
+            }
+        })
+    }
+}
+
+/// Multi-head latent attention's widths (`deepseek_v3`), in `transformers`' names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatentWidths {
+    /// `kv_lora_rank`.
+    pub kv_lora_rank: usize,
+    /// `q_lora_rank`; `None` for a full-rank query projection.
+    pub q_lora_rank: Option<usize>,
+    /// `qk_nope_head_dim`.
+    pub qk_nope_head_dim: usize,
+    /// `qk_rope_head_dim`.
+    pub qk_rope_head_dim: usize,
+    /// `v_head_dim`.
+    pub v_head_dim: usize,
+    /// `rope_interleave` (default true).
+    pub rope_interleave: bool,
+}
+
+/// Gemma 2's departures from Llama.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GemmaSettings {
+    /// `query_pre_attn_scalar`: scores are scaled by its `−½` power instead of `d_head^−½`.
+    pub query_pre_attn_scalar: f64,
+    /// `attn_logit_softcapping`.
+    pub attn_logit_softcapping: Option<f64>,
+    /// `final_logit_softcapping`.
+    pub final_logit_softcapping: Option<f64>,
+}
+
+/// A decoder LM's configuration, read from `config.json`; see the module docs.
+///
+/// ```
+/// use attnzoo_models::lm::{CausalLmConfig, LmFamily};
+///
+/// let config = CausalLmConfig::from_json(r#"{
+///     "model_type": "qwen3", "vocab_size": 64, "hidden_size": 24, "intermediate_size": 40,
+///     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 10,
+///     "max_position_embeddings": 64,
+///     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}
+/// }"#)?;
+/// assert_eq!((config.family, config.head_dim, config.qk_norm), (LmFamily::Qwen3, 10, true));
+/// let error = CausalLmConfig::from_json(r#"{"model_type": "gpt2"}"#).unwrap_err();
+/// assert!(error.to_string().contains("model_type \"gpt2\" is not supported"));
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CausalLmConfig {
+    /// The family, from `model_type`.
+    pub family: LmFamily,
+    /// `vocab_size`.
+    pub vocab_size: usize,
+    /// `hidden_size` `D`.
+    pub hidden_size: usize,
+    /// `intermediate_size` of the feed-forward block.
+    pub intermediate_size: usize,
+    /// `num_hidden_layers`.
+    pub num_hidden_layers: usize,
+    /// `num_attention_heads` `h`.
+    pub num_attention_heads: usize,
+    /// `num_key_value_heads` (default `h`).
+    pub num_key_value_heads: usize,
+    /// `head_dim` (default `D / h`).
+    pub head_dim: usize,
+    /// `max_position_embeddings`: the longest prompt [`generate`](super::CausalLm::generate) takes.
+    pub max_position_embeddings: usize,
+    /// `rms_norm_eps`.
+    pub rms_norm_eps: f64,
+    /// RoPE base: `rope_parameters.rope_theta` or `rope_theta`.
+    pub rope_theta: f64,
+    /// RoPE scaling: `rope_parameters` or `rope_scaling`.
+    pub rope_scaling: RopeScaling,
+    /// Fraction of each head rotated (`partial_rotary_factor`, default 1).
+    pub partial_rotary_factor: f64,
+    /// Biases on the query, key and value projections.
+    pub qkv_bias: bool,
+    /// Bias on the output projection.
+    pub output_bias: bool,
+    /// Biases in the feed-forward block (`mlp_bias`).
+    pub mlp_bias: bool,
+    /// QK-norm (Qwen3).
+    pub qk_norm: bool,
+    /// The gate's non-linearity (`hidden_act`, or Gemma's `hidden_activation`).
+    pub activation: GatedActivation,
+    /// `tie_word_embeddings`: the output projection is the embedding matrix.
+    pub tie_word_embeddings: bool,
+    /// Per layer, `transformers`' `sliding_window` `W` (the query and the `W − 1` keys before
+    /// it) for a sliding-window layer, `None` for a global one.
+    pub sliding_windows: Vec<Option<usize>>,
+    /// Gemma 2's settings.
+    pub gemma: Option<GemmaSettings>,
+    /// DeepSeek's latent attention.
+    pub latent: Option<LatentWidths>,
+    /// `eos_token_id` of `config.json` (one id or a list), used when there is no
+    /// `generation_config.json`.
+    pub eos_token_ids: Vec<u32>,
+}
+
+/// The fields of one JSON object, read with errors that name the field.
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    prefix: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|value| !value.is_null())
+    }
+
+    fn usize_opt(&self, name: &str) -> Result<Option<usize>, AttnError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(value) => match value.as_u64() {
+                Some(n) if usize::try_from(n).is_ok() => Ok(Some(n as usize)),
+                _ => Err(AttnError::new(format!(
+                    "config.json field {}{name} is {value}: must be a non-negative integer",
+                    self.prefix
+                ))),
+            },
+        }
+    }
+
+    fn usize(&self, name: &str) -> Result<usize, AttnError> {
+        self.usize_opt(name)?.ok_or_else(|| {
+            AttnError::new(format!("config.json has no field {}{name}", self.prefix))
+        })
+    }
+
+    /// A size that must be at least 1.
+    fn size(&self, name: &str) -> Result<usize, AttnError> {
+        let value = self.usize(name)?;
+        ensure!(
+            value >= 1,
+            "config.json field {}{name} is 0: must be at least 1",
+            self.prefix
+        );
+        Ok(value)
+    }
+
+    fn f64_opt(&self, name: &str) -> Result<Option<f64>, AttnError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(value) => match value.as_f64() {
+                Some(x) if x.is_finite() => Ok(Some(x)),
+                _ => Err(AttnError::new(format!(
+                    "config.json field {}{name} is {value}: must be a number",
+                    self.prefix
+                ))),
+            },
+        }
+    }
+
+    fn bool_opt(&self, name: &str) -> Result<Option<bool>, AttnError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(value) => value.as_bool().map(Some).ok_or_else(|| {
+                AttnError::new(format!(
+                    "config.json field {}{name} is {value}: must be true or false",
+                    self.prefix
+                ))
+            }),
+        }
+    }
+
+    fn str_opt(&self, name: &str) -> Result<Option<&'a str>, AttnError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(value) => value.as_str().map(Some).ok_or_else(|| {
+                AttnError::new(format!(
+                    "config.json field {}{name} is {value}: must be a string",
+                    self.prefix
+                ))
+            }),
+        }
+    }
+}
+
+/// `eos_token_id` as one id or a list of ids (`transformers` accepts both); `None` when absent.
+pub(crate) fn token_ids(value: Option<&Value>, field: &str) -> Result<Vec<u32>, AttnError> {
+    let one = |value: &Value| {
+        value
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| {
+                AttnError::new(format!(
+                    "{field} has {value}: token ids are non-negative integers"
+                ))
+            })
+    };
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(ids)) => ids.iter().map(one).collect(),
+        Some(id) => Ok(vec![one(id)?]),
+    }
+}
+
+impl CausalLmConfig {
+    /// Reads `config.json` from a file.
+    pub fn from_file(path: &Path) -> Result<Self, AttnError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| AttnError::new(format!("cannot read {}: {error}", path.display())))?;
+        Self::from_json(&text)
+            .map_err(|error| AttnError::new(format!("{}: {error}", path.display())))
+    }
+
+    /// Reads `config.json`'s text.
+    pub fn from_json(text: &str) -> Result<Self, AttnError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|error| AttnError::new(format!("config.json is not valid JSON: {error}")))?;
+        let map = value
+            .as_object()
+            .ok_or_else(|| AttnError::new("config.json is not a JSON object"))?;
+        let fields = Fields { map, prefix: "" };
+        let model_type = fields
+            .str_opt("model_type")?
+            .ok_or_else(|| AttnError::new("config.json has no field model_type"))?;
+        let family = LmFamily::from_model_type(model_type)?;
+        let hidden_size = fields.size("hidden_size")?;
+        let num_hidden_layers = fields.size("num_hidden_layers")?;
+        let num_attention_heads = fields.size("num_attention_heads")?;
+        let num_key_value_heads = match fields.usize_opt("num_key_value_heads")? {
+            Some(n) => n,
+            None => num_attention_heads,
+        };
+        ensure!(
+            num_key_value_heads >= 1 && num_attention_heads % num_key_value_heads == 0,
+            "config.json num_attention_heads {num_attention_heads} is not a multiple of num_key_value_heads {num_key_value_heads}"
+        );
+        let head_dim = match fields.usize_opt("head_dim")? {
+            Some(d) if family != LmFamily::DeepseekV3 => {
+                ensure!(
+                    d >= 1,
+                    "config.json field head_dim is 0: must be at least 1"
+                );
+                d
+            }
+            _ => {
+                ensure!(
+                    hidden_size % num_attention_heads == 0,
+                    "config.json hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads} (and there is no head_dim)"
+                );
+                hidden_size / num_attention_heads
+            }
+        };
+        let max_position_embeddings = fields.size("max_position_embeddings")?;
+        let rms_norm_eps = fields.f64_opt("rms_norm_eps")?.unwrap_or(1e-6);
+        ensure!(
+            rms_norm_eps > 0.0 && rms_norm_eps < 1.0,
+            "config.json field rms_norm_eps is {rms_norm_eps}: must be in (0, 1)"
+        );
+        let (rope_theta, rope_scaling, partial_rotary_factor) =
+            rope(&fields, max_position_embeddings)?;
+        let attention_bias = fields.bool_opt("attention_bias")?.unwrap_or(false);
+        let (qkv_bias, output_bias) = match family {
+            LmFamily::Qwen2 => (true, false),
+            LmFamily::Mistral => (false, false),
+            _ => (attention_bias, attention_bias),
+        };
+        let mlp_bias = family == LmFamily::Llama && fields.bool_opt("mlp_bias")?.unwrap_or(false);
+        let activation_field = match (family, fields.get("hidden_activation")) {
+            (LmFamily::Gemma2, Some(_)) => "hidden_activation",
+            _ => "hidden_act",
+        };
+        let activation = match fields.str_opt(activation_field)? {
+            None if family == LmFamily::Gemma2 => GatedActivation::GeluTanh,
+            None | Some("silu") | Some("swish") => GatedActivation::Silu,
+            Some("gelu_pytorch_tanh") | Some("gelu_new") => GatedActivation::GeluTanh,
+            Some(other) => {
+                return Err(AttnError::new(format!(
+                    "config.json {activation_field} {other:?} is not supported (silu, gelu_pytorch_tanh)"
+                )))
+            }
+        };
+        let tie_word_embeddings = fields
+            .bool_opt("tie_word_embeddings")?
+            .unwrap_or(family == LmFamily::Gemma2);
+        let sliding_windows = sliding_windows(&fields, family, num_hidden_layers)?;
+        let gemma = match family {
+            LmFamily::Gemma2 => {
+                let query_pre_attn_scalar =
+                    fields.f64_opt("query_pre_attn_scalar")?.unwrap_or(256.0);
+                ensure!(
+                    query_pre_attn_scalar > 0.0,
+                    "config.json field query_pre_attn_scalar is {query_pre_attn_scalar}: must be positive"
+                );
+                let cap = |name: &str, default: f64| -> Result<Option<f64>, AttnError> {
+                    let value = match fields.map.get(name) {
+                        None => Some(default),
+                        Some(Value::Null) => None,
+                        Some(_) => fields.f64_opt(name)?,
+                    };
+                    if let Some(cap) = value {
+                        ensure!(
+                            cap > 0.0,
+                            "config.json field {name} is {cap}: must be positive (or null)"
+                        );
+                    }
+                    Ok(value)
+                };
+                Some(GemmaSettings {
+                    query_pre_attn_scalar,
+                    attn_logit_softcapping: cap("attn_logit_softcapping", 50.0)?,
+                    final_logit_softcapping: cap("final_logit_softcapping", 30.0)?,
+                })
+            }
+            _ => None,
+        };
+        let latent = match family {
+            LmFamily::DeepseekV3 => Some(latent(&fields, num_hidden_layers)?),
+            _ => None,
+        };
+        if latent.is_some() {
+            ensure!(
+                rope_scaling == RopeScaling::None && partial_rotary_factor == 1.0,
+                "config.json rope scaling {:?} is not supported for deepseek_v3 (its latent attention takes plain RoPE)",
+                rope_scaling.rope_type()
+            );
+        }
+        Ok(CausalLmConfig {
+            family,
+            vocab_size: fields.size("vocab_size")?,
+            hidden_size,
+            intermediate_size: fields.size("intermediate_size")?,
+            num_hidden_layers,
+            num_attention_heads,
+            num_key_value_heads,
+            head_dim,
+            max_position_embeddings,
+            rms_norm_eps,
+            rope_theta,
+            rope_scaling,
+            partial_rotary_factor,
+            qkv_bias,
+            output_bias,
+            mlp_bias,
+            qk_norm: family == LmFamily::Qwen3,
+            activation,
+            tie_word_embeddings,
+            sliding_windows,
+            gemma,
+            latent,
+            eos_token_ids: token_ids(fields.get("eos_token_id"), "config.json eos_token_id")?,
+        })
+    }
+}
+
+/// `(rope_theta, scaling, partial_rotary_factor)` from 5.x's `rope_parameters` or 4.x's
+/// `rope_theta` and `rope_scaling`, with `transformers`' defaults.
+fn rope(
+    fields: &Fields<'_>,
+    max_position_embeddings: usize,
+) -> Result<(f64, RopeScaling, f64), AttnError> {
+    let (params, prefix) = match (fields.get("rope_parameters"), fields.get("rope_scaling")) {
+        (Some(params), _) => (Some(params), "rope_parameters."),
+        (None, Some(scaling)) => (Some(scaling), "rope_scaling."),
+        (None, None) => (None, ""),
+    };
+    let empty = Map::new();
+    let map = match params {
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(AttnError::new(format!(
+                "config.json field {} is {other}: must be an object",
+                prefix.trim_end_matches('.')
+            )))
+        }
+        None => &empty,
+    };
+    let rope = Fields { map, prefix };
+    let theta = match rope.f64_opt("rope_theta")? {
+        Some(theta) => theta,
+        None => fields.f64_opt("rope_theta")?.unwrap_or(10000.0),
+    };
+    ensure!(
+        theta > 1.0,
+        "config.json rope_theta is {theta}: must be greater than 1"
+    );
+    let partial = match rope.f64_opt("partial_rotary_factor")? {
+        Some(factor) => factor,
+        None => fields.f64_opt("partial_rotary_factor")?.unwrap_or(1.0),
+    };
+    let kind = match rope.str_opt("rope_type")? {
+        Some(kind) => kind,
+        None => rope.str_opt("type")?.unwrap_or("default"),
+    };
+    let factor = || {
+        rope.f64_opt("factor")?
+            .ok_or_else(|| AttnError::new(format!("config.json has no field {prefix}factor")))
+    };
+    // transformers: a top-level `original_max_position_embeddings` (Phi-3) wins, then the
+    // rope dict's, then `max_position_embeddings`.
+    let original = || -> Result<usize, AttnError> {
+        Ok(
+            match fields.usize_opt("original_max_position_embeddings")? {
+                Some(n) => n,
+                None => rope
+                    .usize_opt("original_max_position_embeddings")?
+                    .unwrap_or(max_position_embeddings),
+            },
+        )
+    };
+    let scaling = match kind {
+        "default" => RopeScaling::None,
+        "linear" => RopeScaling::Linear { factor: factor()? },
+        "dynamic" => RopeScaling::DynamicNtk {
+            factor: factor()?,
+            original_max_position_embeddings: max_position_embeddings,
+        },
+        "yarn" => {
+            let original = original()?;
+            let factor = match rope.f64_opt("factor")? {
+                Some(factor) => factor,
+                None => max_position_embeddings as f64 / original as f64,
+            };
+            RopeScaling::Yarn {
+                factor,
+                original_max_position_embeddings: original,
+                beta_fast: rope.f64_opt("beta_fast")?.unwrap_or(32.0),
+                beta_slow: rope.f64_opt("beta_slow")?.unwrap_or(1.0),
+                attention_factor: rope.f64_opt("attention_factor")?,
+                mscale: rope.f64_opt("mscale")?,
+                mscale_all_dim: rope.f64_opt("mscale_all_dim")?,
+                truncate: rope.bool_opt("truncate")?.unwrap_or(true),
+            }
+        }
+        "llama3" => RopeScaling::Llama3 {
+            factor: factor()?,
+            low_freq_factor: rope.f64_opt("low_freq_factor")?.ok_or_else(|| {
+                AttnError::new(format!("config.json has no field {prefix}low_freq_factor"))
+            })?,
+            high_freq_factor: rope.f64_opt("high_freq_factor")?.ok_or_else(|| {
+                AttnError::new(format!("config.json has no field {prefix}high_freq_factor"))
+            })?,
+            original_max_position_embeddings: original()?,
+        },
+        other => {
+            return Err(AttnError::new(format!(
+                "config.json {prefix}rope_type {other:?} is not supported (default, linear, dynamic, yarn, llama3)"
+            )))
+        }
+    };
+    scaling
+        .validate()
+        .map_err(|error| AttnError::new(format!("config.json {prefix}: {error}")))?;
+    Ok((theta, scaling, partial))
+}
+
+/// Per layer, the sliding window `W` of a sliding layer, as each family's config decides it.
+fn sliding_windows(
+    fields: &Fields<'_>,
+    family: LmFamily,
+    layers: usize,
+) -> Result<Vec<Option<usize>>, AttnError> {
+    let window = match family {
+        LmFamily::Llama | LmFamily::DeepseekV3 => None,
+        LmFamily::Qwen2 | LmFamily::Qwen3 => {
+            if fields.bool_opt("use_sliding_window")?.unwrap_or(false) {
+                fields.usize_opt("sliding_window")?
+            } else {
+                None
+            }
+        }
+        LmFamily::Mistral => fields.usize_opt("sliding_window")?,
+        LmFamily::Gemma2 => Some(fields.usize_opt("sliding_window")?.unwrap_or(4096)),
+    };
+    let Some(window) = window else {
+        return Ok(vec![None; layers]);
+    };
+    ensure!(
+        window >= 2,
+        "config.json field sliding_window is {window}: must be at least 2 (the query and one key before it)"
+    );
+    if family == LmFamily::Mistral {
+        return Ok(vec![Some(window); layers]);
+    }
+    let kinds: Vec<bool> = match fields.get("layer_types") {
+        Some(Value::Array(kinds)) => {
+            ensure!(
+                kinds.len() == layers,
+                "config.json layer_types has {} entries for num_hidden_layers {layers}",
+                kinds.len()
+            );
+            kinds
+                .iter()
+                .map(|kind| match kind.as_str() {
+                    Some("sliding_attention") => Ok(true),
+                    Some("full_attention") => Ok(false),
+                    _ => Err(AttnError::new(format!(
+                        "config.json layer_types has {kind}: must be \"sliding_attention\" or \"full_attention\""
+                    ))),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        Some(other) => {
+            return Err(AttnError::new(format!(
+                "config.json field layer_types is {other}: must be a list"
+            )))
+        }
+        None => match family {
+            // Gemma 2: sliding on even layers.
+            LmFamily::Gemma2 => (0..layers).map(|i| i % 2 == 0).collect(),
+            // Qwen: sliding from layer `max_window_layers` on.
+            _ => {
+                let from = fields.usize_opt("max_window_layers")?.unwrap_or(28);
+                (0..layers).map(|i| i >= from).collect()
+            }
+        },
+    };
+    Ok(kinds
+        .into_iter()
+        .map(|sliding| sliding.then_some(window))
+        .collect())
+}
+
+/// DeepSeek-V3's latent widths; a config with mixture-of-experts layers is refused.
+fn latent(fields: &Fields<'_>, layers: usize) -> Result<LatentWidths, AttnError> {
+    let dense = fields.usize_opt("first_k_dense_replace")?.unwrap_or(3);
+    let experts = fields.usize_opt("n_routed_experts")?.unwrap_or(256);
+    ensure!(
+        dense >= layers || experts == 0,
+        "config.json first_k_dense_replace {dense} < num_hidden_layers {layers}: layers {dense}.. are mixture-of-experts (n_routed_experts {experts}), which are not supported; only dense deepseek_v3 models load"
+    );
+    Ok(LatentWidths {
+        kv_lora_rank: fields.size("kv_lora_rank")?,
+        q_lora_rank: fields.usize_opt("q_lora_rank")?,
+        qk_nope_head_dim: fields.size("qk_nope_head_dim")?,
+        qk_rope_head_dim: fields.size("qk_rope_head_dim")?,
+        v_head_dim: fields.size("v_head_dim")?,
+        rope_interleave: fields.bool_opt("rope_interleave")?.unwrap_or(true),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(model_type: &str, extra: &str) -> String {
+        format!(
+            r#"{{"model_type": "{model_type}", "vocab_size": 64, "hidden_size": 24,
+            "intermediate_size": 40, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "max_position_embeddings": 64{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn rope_settings_read_the_same_from_4x_and_5x_configs() {
+        let old = CausalLmConfig::from_json(&base(
+            "llama",
+            r#", "rope_theta": 500000.0, "rope_scaling": {"type": "linear", "factor": 2.0}"#,
+        ))
+        .unwrap();
+        let new = CausalLmConfig::from_json(&base(
+            "llama",
+            r#", "rope_parameters": {"rope_type": "linear", "rope_theta": 500000.0, "factor": 2.0}"#,
+        ))
+        .unwrap();
+        assert_eq!(old, new);
+        assert_eq!(new.rope_theta, 500000.0);
+        assert_eq!(new.rope_scaling, RopeScaling::Linear { factor: 2.0 });
+        let llama3 = CausalLmConfig::from_json(&base(
+            "llama",
+            r#", "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 16}"#,
+        ))
+        .unwrap();
+        assert_eq!(llama3.rope_scaling, RopeScaling::llama3(8.0, 16));
+        let yarn = CausalLmConfig::from_json(&base(
+            "qwen2",
+            r#", "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}"#,
+        ))
+        .unwrap();
+        assert_eq!(yarn.rope_scaling, RopeScaling::yarn(4.0, 64));
+        assert!(yarn.qkv_bias && !yarn.output_bias);
+    }
+
+    #[test]
+    fn sliding_layers_follow_each_family() {
+        let gemma = CausalLmConfig::from_json(&base("gemma2", r#", "sliding_window": 5"#)).unwrap();
+        assert_eq!(gemma.sliding_windows, [Some(5), None, Some(5), None]);
+        assert!(gemma.tie_word_embeddings);
+        assert_eq!(gemma.activation, GatedActivation::GeluTanh);
+        let mistral =
+            CausalLmConfig::from_json(&base("mistral", r#", "sliding_window": 3"#)).unwrap();
+        assert_eq!(mistral.sliding_windows, [Some(3); 4]);
+        let qwen = CausalLmConfig::from_json(&base(
+            "qwen2",
+            r#", "sliding_window": 3, "use_sliding_window": false"#,
+        ))
+        .unwrap();
+        assert_eq!(qwen.sliding_windows, [None; 4]);
+        let qwen = CausalLmConfig::from_json(&base(
+            "qwen3",
+            r#", "sliding_window": 3, "use_sliding_window": true, "max_window_layers": 2"#,
+        ))
+        .unwrap();
+        assert_eq!(qwen.sliding_windows, [None, None, Some(3), Some(3)]);
+    }
+
+    #[test]
+    fn bad_or_unsupported_fields_are_named() {
+        let error = |json: String| CausalLmConfig::from_json(&json).unwrap_err().to_string();
+        assert_eq!(
+            error(base("mistral", r#", "sliding_window": 1"#)),
+            "config.json field sliding_window is 1: must be at least 2 (the query and one key before it)"
+        );
+        assert!(error(base("llama", r#", "hidden_size": "wide""#)).contains("hidden_size"));
+        assert!(
+            error(base("llama", r#", "rope_scaling": {"type": "longrope"}"#))
+                .contains("\"longrope\" is not supported")
+        );
+        assert!(
+            error(base("llama", r#", "rope_scaling": {"type": "linear"}"#))
+                .contains("rope_scaling.factor")
+        );
+        assert!(
+            error(base("llama", r#", "num_key_value_heads": 3"#)).contains("num_key_value_heads 3")
+        );
+        assert!(error(base("llama", r#", "hidden_act": "relu""#)).contains("hidden_act"));
+        assert_eq!(
+            error(r#"{"model_type": "llama"}"#.into()),
+            "config.json has no field hidden_size"
+        );
+        let moe = base(
+            "deepseek_v3",
+            r#", "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,
+               "v_head_dim": 4, "first_k_dense_replace": 1, "n_routed_experts": 4"#,
+        );
+        assert!(error(moe).contains("first_k_dense_replace 1"));
+        let dense = base(
+            "deepseek_v3",
+            r#", "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,
+               "v_head_dim": 4, "first_k_dense_replace": 4, "eos_token_id": [1, 2]"#,
+        );
+        let dense = CausalLmConfig::from_json(&dense).unwrap();
+        assert_eq!(dense.eos_token_ids, [1, 2]);
+        assert_eq!(dense.latent.unwrap().q_lora_rank, None);
+    }
+}

@@ -1,0 +1,12 @@
+//! Decoder language models from Hugging Face folders — Llama, Mistral, Qwen2, Qwen3, Gemma 2 and
+//! dense DeepSeek-V3 — built only from the zoo's mechanisms ([`crate::attention`],
+//! [`crate::norm`], [`crate::position`], [`crate::transformer::GatedFeedForward`]), with a KV
+//! cache and token-by-token generation.
+
+pub mod config;
+pub mod generate;
+pub mod model;
+
+pub use config::{CausalLmConfig, GemmaSettings, LatentWidths, LmFamily};
+pub use generate::{argmax, Generation, GenerationConfig, Sampling};
+pub use model::{CausalLm, LmAttention, LmCache, LmLayer};

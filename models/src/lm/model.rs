@@ -1,0 +1,624 @@
+//! A decoder-only language model (Radford et al. 2018; Touvron et al. 2023, "LLaMA") built from the
+//! zoo's own blocks, loading Hugging Face folders of the families in [`LmFamily`]:
+//!
+//! `h⁰ = s · E[ids]`,
+//! `a = Attn(Norm₁(hˡ))`, `hˡ' = hˡ + Post₁(a)`, `hˡ⁺¹ = hˡ' + Post₂(FFN(Norm₂(hˡ')))`,
+//! `logits = cap(Norm(hᴸ) W_out)`
+//!
+//! where `Norm` is [`RmsNorm`] (Gemma's `(1 + w)` form for `gemma2`), `Attn` is causal
+//! [`MultiHead`] attention with RoPE (grouped-query; biases, QK-norm, a sliding window,
+//! soft-capped scores as the config says) or DeepSeek's [`MultiHeadLatent`], `FFN` is the
+//! [`GatedFeedForward`] (SwiGLU, or GeGLU for Gemma), `Post₁`, `Post₂` are Gemma 2's extra norms
+//! (the identity otherwise), `s = √D` for Gemma 2 (1 otherwise), `W_out` is `lm_head` or `Eᵀ`
+//! (tied embeddings) and `cap` Gemma 2's final soft-cap.
+//!
+//! Decoding keeps, per layer, a [`KvCache`] (only the window for a sliding-window layer) or a
+//! [`LatentCache`] (MLA's compressed latent); [`LmCache`] holds them with the padding seen so far,
+//! so that step-by-step logits equal the whole sequence's.
+//!
+//! Shapes: `input_ids [B, T]`, `padding [B, T]` (`true` = padding; left padding for a batch of
+//! prompts of different lengths) → `logits [B, T, vocab]`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::store::{
+    FloatCastAdapter, ModuleAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore,
+};
+use burn::tensor::{Bool, DType, Device, Int, Tensor};
+use serde_json::Value;
+
+use super::config::{CausalLmConfig, LatentWidths};
+use crate::attention::{
+    softcap, KeyPattern, KvCache, LatentCache, MultiHead, MultiHeadConfig, MultiHeadInput,
+    MultiHeadLatent, MultiHeadLatentConfig, MultiHeadLatentInput, ScaledDotProductConfig,
+};
+use crate::error::ensure;
+use crate::finite::non_finite_parameters;
+use crate::norm::{RmsNorm, RmsNormConfig};
+use crate::position::{RotaryConfig, RotaryEncoding};
+use crate::transformer::{GatedFeedForward, GatedFeedForwardConfig};
+use crate::AttnError;
+
+/// A layer's attention: multi-head (with RoPE from the model) or latent (MLA, its own RoPE).
+// One per layer, built once: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Module, Debug)]
+pub enum LmAttention {
+    /// Grouped-query multi-head attention.
+    MultiHead(MultiHead),
+    /// DeepSeek's multi-head latent attention.
+    Latent(MultiHeadLatent),
+}
+
+/// One decoder layer; field names are `transformers`' (`model.layers.N.*`).
+#[derive(Module, Debug)]
+pub struct LmLayer {
+    /// Norm before the attention.
+    pub input_layernorm: RmsNorm,
+    /// The attention.
+    pub self_attn: LmAttention,
+    /// Llama: the norm before the feed-forward block; Gemma 2: the norm of the attention's output.
+    pub post_attention_layernorm: RmsNorm,
+    /// Gemma 2: the norm before the feed-forward block.
+    pub pre_feedforward_layernorm: Option<RmsNorm>,
+    /// Gemma 2: the norm of the feed-forward block's output.
+    pub post_feedforward_layernorm: Option<RmsNorm>,
+    /// The gated feed-forward block.
+    pub mlp: GatedFeedForward,
+}
+
+/// A decoder LM; see the module docs.
+///
+/// ```no_run
+/// use attnzoo_models::lm::{CausalLm, GenerationConfig};
+/// use burn::tensor::Device;
+///
+/// let device = Device::default();
+/// // A Hugging Face folder: config.json, model.safetensors (or sharded), generation_config.json.
+/// let lm = CausalLm::from_pretrained("SmolLM2-135M".as_ref(), &device)?;
+/// let tokens: Vec<u32> = lm
+///     .generate(&[1, 504, 3458], &GenerationConfig::greedy(16))?
+///     .collect::<Result<_, _>>()?;
+/// assert!(tokens.len() <= 16);
+/// # Ok::<(), attnzoo_models::AttnError>(())
+/// ```
+#[derive(Module, Debug)]
+pub struct CausalLm {
+    /// Token embeddings `E`, `[vocab, D]`.
+    pub embed_tokens: Embedding,
+    /// The decoder layers.
+    pub layers: Vec<LmLayer>,
+    /// The final norm.
+    pub norm: RmsNorm,
+    /// The output projection `D → vocab`; `None` when tied to the embeddings.
+    pub lm_head: Option<Linear>,
+    /// RoPE of the multi-head layers (`None` for latent attention, which has its own).
+    pub rotary: Option<RotaryEncoding>,
+    /// Gemma 2's embedding scale `√D`, as an `f32`.
+    #[module(skip)]
+    pub embed_scale: Option<f32>,
+    /// Gemma 2's final soft-cap.
+    #[module(skip)]
+    pub final_softcap: Option<f64>,
+    /// `max_position_embeddings`: the longest prompt [`generate`](Self::generate) accepts.
+    #[module(skip)]
+    pub max_position_embeddings: usize,
+    /// Tokens that end a generation (`generation_config.json`, else `config.json`).
+    #[module(skip)]
+    pub eos_token_ids: Vec<u32>,
+}
+
+/// One layer's cache.
+#[derive(Debug, Clone)]
+enum LayerCache {
+    Kv(KvCache),
+    Latent(LatentCache),
+}
+
+/// What decoding keeps between calls: every layer's cache and the padding of the positions seen.
+#[derive(Debug, Clone)]
+pub struct LmCache {
+    layers: Vec<LayerCache>,
+    /// `[B, seen]`, when any padding was given.
+    padding: Option<Tensor<2, Bool>>,
+    batch: Option<usize>,
+    seen: usize,
+}
+
+impl LmCache {
+    /// Positions seen so far (the position of the next token).
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// Positions each layer holds (a sliding-window layer holds at most its window).
+    pub fn held(&self) -> Vec<usize> {
+        self.layers
+            .iter()
+            .map(|layer| match layer {
+                LayerCache::Kv(cache) => cache.len(),
+                LayerCache::Latent(cache) => cache.len(),
+            })
+            .collect()
+    }
+}
+
+impl CausalLmConfig {
+    /// Builds a randomly initialised model of this shape.
+    pub fn try_init(&self, device: &Device) -> Result<CausalLm, AttnError> {
+        let norm = |width: usize| {
+            RmsNormConfig::new(width)
+                .with_epsilon(self.rms_norm_eps)
+                .with_unit_offset(self.gemma.is_some())
+                .try_init(device)
+        };
+        let rotary = match self.latent {
+            Some(_) => None,
+            None => Some(
+                RotaryConfig::new(self.head_dim)
+                    .with_base(self.rope_theta)
+                    .with_scaling(self.rope_scaling)
+                    .with_partial_rotary_factor(self.partial_rotary_factor)
+                    .try_init()?,
+            ),
+        };
+        let layers = self
+            .sliding_windows
+            .iter()
+            .map(|window| -> Result<LmLayer, AttnError> {
+                let pattern = match window {
+                    // transformers' window W holds the query and W − 1 keys before it.
+                    Some(window) => KeyPattern::Window {
+                        window: window - 1,
+                        causal: true,
+                    },
+                    None => KeyPattern::Causal,
+                };
+                let mut attention = ScaledDotProductConfig::new().with_pattern(pattern);
+                if let Some(gemma) = &self.gemma {
+                    attention = attention
+                        .with_scale(Some(gemma.query_pre_attn_scalar.powf(-0.5)))
+                        .with_softcap(gemma.attn_logit_softcapping);
+                }
+                let self_attn = match &self.latent {
+                    Some(widths) => {
+                        LmAttention::Latent(self.latent_attention(widths, attention, device)?)
+                    }
+                    None => LmAttention::MultiHead(self.multi_head(attention, device)?),
+                };
+                let sandwich = self.gemma.is_some();
+                Ok(LmLayer {
+                    input_layernorm: norm(self.hidden_size)?,
+                    self_attn,
+                    post_attention_layernorm: norm(self.hidden_size)?,
+                    pre_feedforward_layernorm: sandwich
+                        .then(|| norm(self.hidden_size))
+                        .transpose()?,
+                    post_feedforward_layernorm: sandwich
+                        .then(|| norm(self.hidden_size))
+                        .transpose()?,
+                    mlp: GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
+                        .with_activation(self.activation)
+                        .with_bias(self.mlp_bias)
+                        .try_init(device)?,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(CausalLm {
+            embed_tokens: EmbeddingConfig::new(self.vocab_size, self.hidden_size).init(device),
+            layers,
+            norm: norm(self.hidden_size)?,
+            lm_head: (!self.tie_word_embeddings).then(|| {
+                LinearConfig::new(self.hidden_size, self.vocab_size)
+                    .with_bias(false)
+                    .init(device)
+            }),
+            rotary,
+            embed_scale: self
+                .gemma
+                .as_ref()
+                .map(|_| (self.hidden_size as f64).sqrt() as f32),
+            final_softcap: self
+                .gemma
+                .as_ref()
+                .and_then(|gemma| gemma.final_logit_softcapping),
+            max_position_embeddings: self.max_position_embeddings,
+            eos_token_ids: self.eos_token_ids.clone(),
+        })
+    }
+
+    fn multi_head(
+        &self,
+        attention: ScaledDotProductConfig,
+        device: &Device,
+    ) -> Result<MultiHead, AttnError> {
+        MultiHeadConfig::new(self.hidden_size, self.num_attention_heads)
+            .with_n_kv_heads(Some(self.num_key_value_heads))
+            .with_d_head(Some(self.head_dim))
+            .with_bias(self.qkv_bias)
+            .with_output_bias(Some(self.output_bias))
+            .with_qk_norm(
+                self.qk_norm
+                    .then(|| RmsNormConfig::new(self.head_dim).with_epsilon(self.rms_norm_eps)),
+            )
+            .with_attention(attention)
+            .try_init(device)
+    }
+
+    fn latent_attention(
+        &self,
+        widths: &LatentWidths,
+        attention: ScaledDotProductConfig,
+        device: &Device,
+    ) -> Result<MultiHeadLatent, AttnError> {
+        MultiHeadLatentConfig::new(
+            self.hidden_size,
+            self.num_attention_heads,
+            widths.kv_lora_rank,
+            widths.qk_nope_head_dim,
+            widths.qk_rope_head_dim,
+            widths.v_head_dim,
+        )
+        .with_q_lora_rank(widths.q_lora_rank)
+        .with_rms_norm_eps(self.rms_norm_eps)
+        .with_rope_base(self.rope_theta)
+        .with_rope_interleaved(widths.rope_interleave)
+        .with_bias(self.output_bias)
+        .with_attention(attention)
+        .try_init(device)
+    }
+}
+
+/// Hugging Face names → this module's, applied in order, for multi-head layers.
+const MULTI_HEAD_KEYS: [(&str, &str); 7] = [
+    (r"^model\.", ""),
+    (r"^(layers\.\d+\.self_attn)\.q_proj\.", "$1.query."),
+    (r"^(layers\.\d+\.self_attn)\.k_proj\.", "$1.key."),
+    (r"^(layers\.\d+\.self_attn)\.v_proj\.", "$1.value."),
+    (r"^(layers\.\d+\.self_attn)\.o_proj\.", "$1.output."),
+    (r"^(layers\.\d+\.self_attn)\.q_norm\.", "$1.query_norm."),
+    (r"^(layers\.\d+\.self_attn)\.k_norm\.", "$1.key_norm."),
+];
+
+/// The same for latent layers (whose other names are `transformers`' own).
+const LATENT_KEYS: [(&str, &str); 3] = [
+    (r"^model\.", ""),
+    (r"^(layers\.\d+\.self_attn)\.q_proj\.", "$1.query."),
+    (
+        r"^(layers\.\d+\.self_attn)\.(q_a_proj|q_a_layernorm|q_b_proj)\.",
+        "$1.query.$2.",
+    ),
+];
+
+/// The safetensors files of a folder: `model.safetensors`, or the shards that
+/// `model.safetensors.index.json` names.
+fn weight_files(dir: &Path) -> Result<Vec<PathBuf>, AttnError> {
+    let single = dir.join("model.safetensors");
+    if single.is_file() {
+        return Ok(vec![single]);
+    }
+    let index = dir.join("model.safetensors.index.json");
+    ensure!(
+        index.is_file(),
+        "no model.safetensors or model.safetensors.index.json in {}",
+        dir.display()
+    );
+    let text = std::fs::read_to_string(&index)
+        .map_err(|error| AttnError::new(format!("cannot read {}: {error}", index.display())))?;
+    let value: Value = serde_json::from_str(&text).map_err(|error| {
+        AttnError::new(format!("{} is not valid JSON: {error}", index.display()))
+    })?;
+    let map = value
+        .get("weight_map")
+        .and_then(Value::as_object)
+        .ok_or_else(|| AttnError::new(format!("{} has no weight_map object", index.display())))?;
+    let mut files = BTreeSet::new();
+    for (name, file) in map {
+        let file = file.as_str().ok_or_else(|| {
+            AttnError::new(format!(
+                "{}: weight {name} maps to {file}, not a file name",
+                index.display()
+            ))
+        })?;
+        ensure!(
+            !file.contains('/') && !file.contains('\\') && file != ".." && !file.is_empty(),
+            "{}: weight {name} maps to {file:?}, not a file in the folder",
+            index.display()
+        );
+        files.insert(file.to_string());
+    }
+    let files: Vec<PathBuf> = files.into_iter().map(|file| dir.join(file)).collect();
+    for file in &files {
+        ensure!(
+            file.is_file(),
+            "shard {} named by {} is missing",
+            file.display(),
+            index.display()
+        );
+    }
+    Ok(files)
+}
+
+impl CausalLm {
+    /// Loads a Hugging Face folder: `config.json`, `model.safetensors` or the shards of
+    /// `model.safetensors.index.json` (f32, bf16 or f16, converted tensor by tensor to the
+    /// device's float type), and `generation_config.json` when present (its `eos_token_id`).
+    pub fn from_pretrained(dir: &Path, device: &Device) -> Result<CausalLm, AttnError> {
+        let config = CausalLmConfig::from_file(&dir.join("config.json"))?;
+        let mut model = config.try_init(device)?;
+        model.load_weights(dir, &config)?;
+        let generation = dir.join("generation_config.json");
+        if generation.is_file() {
+            let text = std::fs::read_to_string(&generation).map_err(|error| {
+                AttnError::new(format!("cannot read {}: {error}", generation.display()))
+            })?;
+            let value: Value = serde_json::from_str(&text).map_err(|error| {
+                AttnError::new(format!(
+                    "{} is not valid JSON: {error}",
+                    generation.display()
+                ))
+            })?;
+            let eos = super::config::token_ids(
+                value.get("eos_token_id"),
+                "generation_config.json eos_token_id",
+            )?;
+            if !eos.is_empty() {
+                model.eos_token_ids = eos;
+            }
+        }
+        Ok(model)
+    }
+
+    /// Loads the folder's weights into this model, naming every missing, misshapen or
+    /// non-finite tensor and any layer weight the config has no place for.
+    pub fn load_weights(&mut self, dir: &Path, config: &CausalLmConfig) -> Result<(), AttnError> {
+        let files = weight_files(dir)?;
+        let keys: &[(&str, &str)] = match config.latent {
+            Some(_) => &LATENT_KEYS,
+            None => &MULTI_HEAD_KEYS,
+        };
+        let float: DType = self
+            .embed_tokens
+            .weight
+            .val()
+            .device()
+            .settings()
+            .float_dtype
+            .into();
+        let mut applied = BTreeSet::new();
+        let mut missing = Vec::new();
+        let mut problems = Vec::new();
+        for file in &files {
+            let mut store = keys.iter().fold(
+                SafetensorsStore::from_file(file)
+                    .with_from_adapter(PyTorchToBurnAdapter.chain(FloatCastAdapter::to(float)))
+                    .allow_partial(true)
+                    .validate(false)
+                    .skip_enum_variants(true),
+                |store, (from, to)| store.with_key_remapping(from, *to),
+            );
+            let result = self.load_from(&mut store).map_err(|error| {
+                AttnError::new(format!("cannot load {}: {error}", file.display()))
+            })?;
+            applied.extend(result.applied);
+            missing = result.missing;
+            problems.extend(
+                result
+                    .errors
+                    .iter()
+                    .map(|error| format!("{}: {error}", file.display())),
+            );
+            problems.extend(
+                result
+                    .unused
+                    .iter()
+                    .filter(|name| name.starts_with("layers."))
+                    .take(1)
+                    .map(|name| format!("weight {name} has no place in the config's layers")),
+            );
+        }
+        problems.extend(
+            missing
+                .iter()
+                .filter(|(name, _)| !applied.contains(name))
+                .map(|(name, _)| format!("missing weight {name}")),
+        );
+        ensure!(
+            problems.is_empty(),
+            "{} does not fit its config.json: {}",
+            dir.display(),
+            problems.join("; ")
+        );
+        let not_finite = non_finite_parameters(self);
+        ensure!(
+            not_finite.is_empty(),
+            "{}: weights that are not finite numbers ({})",
+            dir.display(),
+            not_finite.join(", ")
+        );
+        Ok(())
+    }
+
+    /// Vocabulary size.
+    pub fn vocab_size(&self) -> usize {
+        self.embed_tokens.weight.dims()[0]
+    }
+
+    /// An empty cache for a batch of sequences.
+    pub fn cache(&self) -> LmCache {
+        LmCache {
+            layers: self
+                .layers
+                .iter()
+                .map(|layer| match layer.self_attn {
+                    LmAttention::MultiHead(_) => LayerCache::Kv(KvCache::growing()),
+                    LmAttention::Latent(_) => LayerCache::Latent(LatentCache::new()),
+                })
+                .collect(),
+            padding: None,
+            batch: None,
+            seen: 0,
+        }
+    }
+
+    /// Logits of every position, `input_ids [B, T]` → `[B, T, vocab]`, after the positions the
+    /// cache holds (empty: a whole sequence). `padding [B, T]` marks padding (`true`), e.g. the
+    /// left padding of prompts of different lengths; padded positions' logits mean nothing.
+    pub fn forward(
+        &self,
+        input_ids: Tensor<2, Int>,
+        padding: Option<Tensor<2, Bool>>,
+        cache: &mut LmCache,
+    ) -> Result<Tensor<3>, AttnError> {
+        let hidden = self.hidden(input_ids, padding, cache)?;
+        Ok(self.logits(hidden))
+    }
+
+    /// Logits of the last position only, `[B, vocab]` (what decoding needs).
+    pub fn forward_last(
+        &self,
+        input_ids: Tensor<2, Int>,
+        padding: Option<Tensor<2, Bool>>,
+        cache: &mut LmCache,
+    ) -> Result<Tensor<2>, AttnError> {
+        let hidden = self.hidden(input_ids, padding, cache)?;
+        let [batch, len, _] = hidden.dims();
+        let last = hidden.narrow(1, len - 1, 1);
+        Ok(self.logits(last).reshape([batch, self.vocab_size()]))
+    }
+
+    /// The final norm's output, `[B, T, D]`.
+    fn hidden(
+        &self,
+        input_ids: Tensor<2, Int>,
+        padding: Option<Tensor<2, Bool>>,
+        cache: &mut LmCache,
+    ) -> Result<Tensor<3>, AttnError> {
+        let [batch, len] = input_ids.dims();
+        ensure!(len >= 1, "input_ids has no tokens (shape [{batch}, 0])");
+        ensure!(
+            cache.layers.len() == self.layers.len(),
+            "the cache has {} layers but the model {}",
+            cache.layers.len(),
+            self.layers.len()
+        );
+        if let Some(cached) = cache.batch {
+            ensure!(
+                cached == batch,
+                "the cache holds {cached} sequences but input_ids has {batch}"
+            );
+        }
+        let vocab = self.vocab_size();
+        let ids = input_ids.clone().into_data();
+        let ids: Vec<i64> = ids.iter::<i64>().collect();
+        if let Some(bad) = ids.iter().find(|&&id| id < 0 || id as usize >= vocab) {
+            return Err(AttnError::new(format!(
+                "token id {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        let device = input_ids.device();
+        if let Some(padding) = &padding {
+            ensure!(
+                padding.dims() == [batch, len],
+                "padding shape {:?} is not input_ids' [{batch}, {len}]",
+                padding.dims()
+            );
+        }
+        // The padding of every position so far, [B, seen + T], when any was given.
+        let all_padding = match (cache.padding.take(), padding) {
+            (None, None) => None,
+            (old, new) => {
+                let none =
+                    |len: usize| Tensor::<2, Int>::zeros([batch, len], &device).equal_elem(1);
+                let new = new.unwrap_or_else(|| none(len));
+                if cache.seen == 0 {
+                    Some(new)
+                } else {
+                    let old = old.unwrap_or_else(|| none(cache.seen));
+                    Some(Tensor::cat(vec![old, new], 1))
+                }
+            }
+        };
+        let mut x = self.embed_tokens.forward(input_ids);
+        if let Some(scale) = self.embed_scale {
+            x = x.mul_scalar(scale);
+        }
+        for (layer, layer_cache) in self.layers.iter().zip(cache.layers.iter_mut()) {
+            let normed = layer.input_layernorm.forward(x.clone());
+            let attended = match (&layer.self_attn, layer_cache) {
+                (LmAttention::MultiHead(mha), LayerCache::Kv(kv)) => {
+                    // The cache keeps a suffix of the positions seen: the keys are
+                    // `seen − held .. seen + T`.
+                    let start = kv.seen() - kv.len();
+                    let end = kv.seen() + len;
+                    let mut input = MultiHeadInput::self_attn(normed);
+                    if let Some(rotary) = &self.rotary {
+                        input = input.rotary(rotary.clone());
+                    }
+                    if let Some(padding) = &all_padding {
+                        input = input.padding(padding.clone().narrow(1, start, end - start));
+                    }
+                    mha.forward_cached(input, kv)?.context
+                }
+                (LmAttention::Latent(mla), LayerCache::Latent(latent)) => {
+                    let mut input = MultiHeadLatentInput::new(normed);
+                    if len == 1 {
+                        input = input.absorbed();
+                    }
+                    if let Some(padding) = &all_padding {
+                        input = input.padding(padding.clone());
+                    }
+                    mla.forward_cached(input, latent)?.context
+                }
+                _ => {
+                    return Err(AttnError::new(
+                        "the cache was made for another model (its layer kinds differ)",
+                    ))
+                }
+            };
+            x = match (
+                &layer.pre_feedforward_layernorm,
+                &layer.post_feedforward_layernorm,
+            ) {
+                (Some(pre), Some(post)) => {
+                    let x = x + layer.post_attention_layernorm.forward(attended);
+                    let ffn = post.forward(layer.mlp.forward(pre.forward(x.clone())));
+                    x + ffn
+                }
+                _ => {
+                    let x = x + attended;
+                    let ffn = layer
+                        .mlp
+                        .forward(layer.post_attention_layernorm.forward(x.clone()));
+                    x + ffn
+                }
+            };
+        }
+        cache.padding = all_padding;
+        cache.batch = Some(batch);
+        cache.seen += len;
+        Ok(self.norm.forward(x))
+    }
+
+    /// `hidden [B, T, D]` → `[B, T, vocab]`, soft-capped for Gemma 2.
+    fn logits(&self, hidden: Tensor<3>) -> Tensor<3> {
+        let logits = match &self.lm_head {
+            Some(head) => head.forward(hidden),
+            None => {
+                let [batch, len, width] = hidden.dims();
+                let embedding = self.embed_tokens.weight.val(); // [vocab, D]
+                hidden
+                    .reshape([batch * len, width])
+                    .matmul(embedding.transpose())
+                    .reshape([batch, len, self.vocab_size()])
+            }
+        };
+        match self.final_softcap {
+            Some(cap) => softcap(logits, cap),
+            None => logits,
+        }
+    }
+}

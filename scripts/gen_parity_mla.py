@@ -5,7 +5,7 @@ tests/fixtures/parity/ (format: docs/PARITY.md; Rust side: tests/parity/mla.rs).
 The reference is transformers' own `DeepseekV3Attention` (transformers 5.23.0, torch 2.9.0),
 imported, not re-implemented: eval mode, `attn_implementation="eager"`, random weights from the
 seed below, cos/sin from its own `DeepseekV3RotaryEmbedding` at positions 0..T-1 (left padding
-keeps those positions: only the mask changes). Run from the repo root with the reference venv:
+keeps those positions: only the mask changes); one fixture with DeepSeek's YaRN rope scaling. Run from the repo root with the reference venv:
 
     ~/.cache/attnzoo/ref-venv/bin/python scripts/gen_parity_mla.py [OUT_DIR]
 
@@ -39,7 +39,14 @@ SEED = 4747
 
 
 def fixture(name, *, hidden, heads, q_lora_rank, kv_lora_rank, nope, rope, v, bias, theta,
-            causal, padding, mask=None, batch, length):
+            causal, padding, mask=None, batch, length, yarn=None):
+    rope_parameters = {"rope_type": "default", "rope_theta": theta}
+    max_positions = 4096
+    if yarn is not None:
+        rope_parameters = {"rope_type": "yarn", "rope_theta": theta, **yarn}
+        # transformers takes the factor of its default attention scaling from
+        # max_position_embeddings / original_max_position_embeddings: keep the two equal.
+        max_positions = int(yarn["factor"] * yarn["original_max_position_embeddings"])
     config = DeepseekV3Config(
         hidden_size=hidden,
         num_attention_heads=heads,
@@ -53,7 +60,8 @@ def fixture(name, *, hidden, heads, q_lora_rank, kv_lora_rank, nope, rope, v, bi
         v_head_dim=v,
         attention_bias=bias,
         rms_norm_eps=1e-6,
-        rope_parameters={"rope_type": "default", "rope_theta": theta},
+        rope_parameters=rope_parameters,
+        max_position_embeddings=max_positions,
         rope_interleave=True,
         attention_dropout=0.0,
     )
@@ -117,6 +125,7 @@ def fixture(name, *, hidden, heads, q_lora_rank, kv_lora_rank, nope, rope, v, bi
         "rope_theta": theta,
         "rope_interleave": True,
         "causal": causal,
+        "rope_scaling": yarn,
     }
     OUT.mkdir(parents=True, exist_ok=True)
     save_file(
@@ -148,6 +157,16 @@ def main():
         hidden=18, heads=2, q_lora_rank=None, kv_lora_rank=7, nope=5, rope=6, v=9,
         bias=True, theta=1000.0, causal=False, batch=2, length=5,
         padding=[[0, 0, 0, 0, 1], [0] * 5], mask=mask,
+    )
+    # DeepSeek's YaRN: frequencies interpolated past 4 positions, cos/sin scaled by
+    # mscale(1) / mscale(0.8) and the softmax scale by mscale(0.8)².
+    fixture(
+        "deepseek_v3_attention_yarn",
+        hidden=16, heads=2, q_lora_rank=6, kv_lora_rank=6, nope=4, rope=8, v=3,
+        bias=False, theta=10000.0, causal=True, batch=2, length=9,
+        padding=[[0] * 9, [1] * 2 + [0] * 7],
+        yarn={"factor": 4.0, "original_max_position_embeddings": 4, "mscale": 1.0,
+              "mscale_all_dim": 0.8, "beta_fast": 32.0, "beta_slow": 1.0},
     )
 
 

@@ -14,6 +14,7 @@ use attnzoo_models::attention::{
     MultiHeadLatentInput, ScaledDotProductConfig,
 };
 use attnzoo_models::norm::RmsNorm;
+use attnzoo_models::position::RopeScaling;
 use burn::module::Param;
 use burn::tensor::{Device, Gradients, Tensor};
 
@@ -47,6 +48,7 @@ impl Fixture {
         .with_rms_norm_eps(self.config["rms_norm_eps"].as_f64().unwrap_or(1e-6))
         .with_rope_base(self.config["rope_theta"].as_f64().unwrap_or(10000.0))
         .with_rope_interleaved(flag("rope_interleave"))
+        .with_rope_scaling(self.latent_rope_scaling())
         .with_bias(flag("attention_bias"))
         .with_attention(
             ScaledDotProductConfig::new()
@@ -68,6 +70,27 @@ impl Fixture {
         module.kv_b_proj = self.linear("kv_b_proj", device);
         module.o_proj = self.linear("o_proj", device);
         Ok(module)
+    }
+
+    /// `config.rope_scaling`: DeepSeek's YaRN (`rope_parameters` of type `yarn`), or none.
+    fn latent_rope_scaling(&self) -> RopeScaling {
+        let yarn = &self.config["rope_scaling"];
+        if yarn.is_null() {
+            return RopeScaling::None;
+        }
+        let number = |key: &str| yarn[key].as_f64();
+        RopeScaling::Yarn {
+            factor: number("factor").unwrap_or(1.0),
+            original_max_position_embeddings: yarn["original_max_position_embeddings"]
+                .as_u64()
+                .unwrap_or(4096) as usize,
+            beta_fast: number("beta_fast").unwrap_or(32.0),
+            beta_slow: number("beta_slow").unwrap_or(1.0),
+            attention_factor: number("attention_factor"),
+            mscale: number("mscale"),
+            mscale_all_dim: number("mscale_all_dim"),
+            truncate: yarn["truncate"].as_bool().unwrap_or(true),
+        }
     }
 
     fn rms_norm(&self, prefix: &str, norm: &mut RmsNorm, device: &Device) {

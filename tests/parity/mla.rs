@@ -2,7 +2,8 @@
 //! (fixtures by `scripts/gen_parity_mla.py`; format and fields: `docs/PARITY.md`).
 //!
 //! [`run`] is the main loop's forward check (the expanded path, with every implementation);
-//! the test below checks the absorbed-weight path on the same fixtures, and the gradients of the
+//! the test below checks the absorbed-weight path on the same fixtures, decoding the causal ones
+//! one position at a time from the latent cache (both paths), and the gradients of the
 //! input and of every weight (`grad.<name>`, torch autograd of `sum(output * input.probe)`) on
 //! each backend's autodiff device.
 
@@ -10,8 +11,8 @@ use std::io::Write;
 
 use attnzoo_backends::test_devices;
 use attnzoo_models::attention::{
-    AttentionImpl, KeyPattern, LatentQuery, MultiHeadLatent, MultiHeadLatentConfig,
-    MultiHeadLatentInput, ScaledDotProductConfig,
+    AttentionImpl, KeyPattern, LatentCache, LatentPath, LatentQuery, MultiHeadLatent,
+    MultiHeadLatentConfig, MultiHeadLatentInput, ScaledDotProductConfig,
 };
 use attnzoo_models::norm::RmsNorm;
 use attnzoo_models::position::RopeScaling;
@@ -257,6 +258,35 @@ fn deepseek_v3_attention_absorbed_path_and_gradients_match_pytorch() {
                     format!("{} {backend} absorbed-{label}", fixture.name),
                     result,
                 );
+            }
+            // Causal fixtures decoded one position at a time from the latent cache, both paths.
+            if fixture.config["causal"].as_bool() == Some(true) && !fixture.has("input.mask") {
+                for path in [LatentPath::Expanded, LatentPath::Absorbed] {
+                    let result = (|| {
+                        let device = &test.device;
+                        let module = fixture.latent_module(device, AttentionImpl::Dense)?;
+                        let x: Tensor<3> = fixture.float("input.hidden_states", device);
+                        let padding = fixture.mask::<2>("input.padding", device);
+                        let mut cache = LatentCache::new();
+                        let mut steps = Vec::new();
+                        for t in 0..x.dims()[1] {
+                            let mut input = MultiHeadLatentInput::new(x.clone().narrow(1, t, 1));
+                            input.path = path;
+                            if let Some(padding) = &padding {
+                                input = input.padding(padding.clone().narrow(1, 0, t + 1));
+                            }
+                            let step = module.forward_cached(input, &mut cache);
+                            steps.push(step.map_err(|e| e.to_string())?.context);
+                        }
+                        let decoded = Tensor::cat(steps, 1).into_data();
+                        let decoded = decoded.try_into_vec::<f32>().unwrap();
+                        check(fixture, "step-by-step output", "output.output", &decoded)
+                    })();
+                    record(
+                        format!("{} {backend} {path:?} step by step", fixture.name),
+                        result,
+                    );
+                }
             }
             // Gradients of sum(output * probe) on the autodiff device (dense attention).
             let device = test.device.clone().autodiff();

@@ -482,3 +482,47 @@ fn reference_text(name: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+#[test]
+fn attention_weights_show_each_layers_window() {
+    let device = Device::flex();
+    for (name, windows) in [("gemma2", [Some(4), None]), ("deepseek_v3", [None, None])] {
+        let folder = fixtures().join(name);
+        let lm = CausalLm::from_pretrained(&folder, &device).unwrap();
+        let reference = reference(&folder);
+        let (shape, ids) = &reference.input_ids;
+        let len = shape[1];
+        // Row 0 of the batch has no padding.
+        let ids =
+            Tensor::<2, Int>::from_data(TensorData::new(ids[..len].to_vec(), [1, len]), &device);
+        let (logits, weights) = lm
+            .forward_with_weights(ids.clone(), None, &mut lm.cache())
+            .unwrap();
+        let plain = lm.forward(ids, None, &mut lm.cache()).unwrap();
+        logits
+            .into_data()
+            .assert_approx_eq::<f32>(&plain.into_data(), burn::tensor::Tolerance::absolute(1e-5));
+        assert_eq!(weights.len(), 2);
+        for (layer, (weights, window)) in weights.into_iter().zip(windows).enumerate() {
+            let [_, heads, rows, keys] = weights.dims();
+            assert_eq!((rows, keys), (len, len));
+            let values: Vec<f32> = weights.into_data().convert::<f32>().try_into_vec().unwrap();
+            for head in 0..heads {
+                for i in 0..len {
+                    let row = &values[(head * len + i) * len..(head * len + i + 1) * len];
+                    let sum: f32 = row.iter().sum();
+                    assert!(
+                        (sum - 1.0).abs() < 1e-4,
+                        "{name} layer {layer}: row {i} sums to {sum}"
+                    );
+                    for (j, &w) in row.iter().enumerate() {
+                        let outside = j > i || window.is_some_and(|w| i - j > w);
+                        if outside {
+                            assert_eq!(w, 0.0, "{name} layer {layer}: query {i} saw key {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

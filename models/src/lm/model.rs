@@ -473,8 +473,22 @@ impl CausalLm {
         padding: Option<Tensor<2, Bool>>,
         cache: &mut LmCache,
     ) -> Result<Tensor<3>, AttnError> {
-        let hidden = self.hidden(input_ids, padding, cache)?;
+        let (hidden, _) = self.hidden(input_ids, padding, cache, false)?;
         Ok(self.logits(hidden))
+    }
+
+    /// As [`forward`](Self::forward), with every layer's attention weights `[B, h, T, S]`: row
+    /// `t` is where position `t` looked, over the `S` keys the layer attended to — every position
+    /// so far, or for a sliding-window layer the positions its cache held and the new ones
+    /// (`seen − held .. seen + T`, see [`LmCache::held`]).
+    pub fn forward_with_weights(
+        &self,
+        input_ids: Tensor<2, Int>,
+        padding: Option<Tensor<2, Bool>>,
+        cache: &mut LmCache,
+    ) -> Result<(Tensor<3>, Vec<Tensor<4>>), AttnError> {
+        let (hidden, weights) = self.hidden(input_ids, padding, cache, true)?;
+        Ok((self.logits(hidden), weights))
     }
 
     /// Logits of the last position only, `[B, vocab]` (what decoding needs).
@@ -484,19 +498,20 @@ impl CausalLm {
         padding: Option<Tensor<2, Bool>>,
         cache: &mut LmCache,
     ) -> Result<Tensor<2>, AttnError> {
-        let hidden = self.hidden(input_ids, padding, cache)?;
+        let (hidden, _) = self.hidden(input_ids, padding, cache, false)?;
         let [batch, len, _] = hidden.dims();
         let last = hidden.narrow(1, len - 1, 1);
         Ok(self.logits(last).reshape([batch, self.vocab_size()]))
     }
 
-    /// The final norm's output, `[B, T, D]`.
+    /// The final norm's output, `[B, T, D]`, and each layer's weights when asked for.
     fn hidden(
         &self,
         input_ids: Tensor<2, Int>,
         padding: Option<Tensor<2, Bool>>,
         cache: &mut LmCache,
-    ) -> Result<Tensor<3>, AttnError> {
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Vec<Tensor<4>>), AttnError> {
         let [batch, len] = input_ids.dims();
         ensure!(len >= 1, "input_ids has no tokens (shape [{batch}, 0])");
         ensure!(
@@ -546,9 +561,10 @@ impl CausalLm {
         if let Some(scale) = self.embed_scale {
             x = x.mul_scalar(scale);
         }
+        let mut weights = Vec::new();
         for (layer, layer_cache) in self.layers.iter().zip(cache.layers.iter_mut()) {
             let normed = layer.input_layernorm.forward(x.clone());
-            let attended = match (&layer.self_attn, layer_cache) {
+            let output = match (&layer.self_attn, layer_cache) {
                 (LmAttention::MultiHead(mha), LayerCache::Kv(kv)) => {
                     // The cache keeps a suffix of the positions seen: the keys are
                     // `seen − held .. seen + T`.
@@ -561,7 +577,10 @@ impl CausalLm {
                     if let Some(padding) = &all_padding {
                         input = input.padding(padding.clone().narrow(1, start, end - start));
                     }
-                    mha.forward_cached(input, kv)?.context
+                    if need_weights {
+                        input = input.with_weights();
+                    }
+                    mha.forward_cached(input, kv)?
                 }
                 (LmAttention::Latent(mla), LayerCache::Latent(latent)) => {
                     let mut input = MultiHeadLatentInput::new(normed);
@@ -571,7 +590,10 @@ impl CausalLm {
                     if let Some(padding) = &all_padding {
                         input = input.padding(padding.clone());
                     }
-                    mla.forward_cached(input, latent)?.context
+                    if need_weights {
+                        input = input.with_weights();
+                    }
+                    mla.forward_cached(input, latent)?
                 }
                 _ => {
                     return Err(AttnError::new(
@@ -579,6 +601,8 @@ impl CausalLm {
                     ))
                 }
             };
+            weights.extend(output.weights);
+            let attended = output.context;
             x = match (
                 &layer.pre_feedforward_layernorm,
                 &layer.post_feedforward_layernorm,
@@ -600,7 +624,7 @@ impl CausalLm {
         cache.padding = all_padding;
         cache.batch = Some(batch);
         cache.seen += len;
-        Ok(self.norm.forward(x))
+        Ok((self.norm.forward(x), weights))
     }
 
     /// `hidden [B, T, D]` → `[B, T, vocab]`, soft-capped for Gemma 2.

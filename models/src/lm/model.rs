@@ -1,5 +1,5 @@
 //! A decoder-only language model (Radford et al. 2018; Touvron et al. 2023, "LLaMA") built from the
-//! zoo's own blocks, loading Hugging Face folders of the families in [`LmFamily`]:
+//! zoo's own blocks, loading Hugging Face folders of the families in [`LmFamily`](super::LmFamily):
 //!
 //! `h⁰ = s · E[ids]`,
 //! `a = Attn(Norm₁(hˡ))`, `hˡ' = hˡ + Post₁(a)`, `hˡ⁺¹ = hˡ' + Post₂(FFN(Norm₂(hˡ')))`,

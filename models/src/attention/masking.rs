@@ -201,22 +201,16 @@ impl KeyPattern {
     }
 
     /// The positions a query at `next` or later may still see, out of `0..next`: what a KV cache
-    /// must keep. `None` means all of them (no pattern that bounds a cache).
-    pub fn retained(&self, next: usize) -> Option<Vec<Range<usize>>> {
+    /// must keep, as the first `sinks` positions and a recent range (either may be empty).
+    /// `None` means all of them (no pattern that bounds a cache).
+    pub fn retained(&self, next: usize) -> Option<[Range<usize>; 2]> {
         let recent = |window: usize| next.saturating_sub(window)..next;
         match *self {
             KeyPattern::Window {
                 window,
                 causal: true,
-            } => Some(vec![recent(window)]),
-            KeyPattern::Sinks { sinks, window } => {
-                let tail = recent(window);
-                Some(if tail.start <= sinks {
-                    vec![0..next]
-                } else {
-                    vec![0..sinks, tail]
-                })
-            }
+            } => Some([0..0, recent(window)]),
+            KeyPattern::Sinks { sinks, window } => Some([0..sinks.min(next), recent(window)]),
             _ => None,
         }
     }

@@ -16,7 +16,7 @@
 //! always takes the dense path, and so do top-k and hard attention ([`Selection`]) and sinks.
 //!
 //! With a soft-cap `c` (Gemma 2) the scaled scores become `c · tanh(scale · QKᵀ / c)` before the
-//! bias and the mask ([`super::softcap`]).
+//! bias and the mask ([`super::softcap()`]).
 
 use burn::config::Config;
 use burn::module::Module;

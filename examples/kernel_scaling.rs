@@ -6,14 +6,17 @@
 //!
 //! `exact` is Burn's fused attention op (flex: a flash kernel in O(T) memory), `linear` is
 //! [`LinearAttention`] (`φ = elu + 1`), `performer` is [`Performer`] with `m = ⌊64 ln 64⌋ = 266`
-//! features; all non-causal.
+//! features; all non-causal. The other kinds are the remaining variants' cores on the same
+//! inputs (dense score matrices), for their forward at one length beside PyTorch's.
 
 use std::time::Instant;
 
 use attnzoo_backends::DeviceArgs;
 use attnzoo_models::attention::{
-    AttentionImpl, AttentionInput, LinearAttentionConfig, PerformerConfig, ScaledDotProductConfig,
+    AttentionImpl, AttentionInput, DifferentialConfig, LinearAttentionConfig, PerformerConfig,
+    RelativePositionConfig, ScaledDotProductConfig, SigmoidAttentionConfig, TalkingHeadsConfig,
 };
+use attnzoo_models::position::T5RelativeBiasConfig;
 use burn::tensor::{Distribution, Tensor};
 use clap::{Parser, ValueEnum};
 
@@ -22,6 +25,16 @@ enum Kind {
     Exact,
     Linear,
     Performer,
+    /// Dense softmax attention plus T5's bias (32 buckets, max distance 128).
+    T5,
+    /// Sigmoid attention, `b = −ln T`.
+    Sigmoid,
+    /// Talking heads (mixing before and after the softmax).
+    TalkingHeads,
+    /// Differential attention (heads of 64 as two halves of 32).
+    Differential,
+    /// Shaw et al.'s relative representations, clipped at 16.
+    Shaw,
 }
 
 #[derive(Parser)]
@@ -63,6 +76,21 @@ fn main() {
         .expect("valid");
     let linear = LinearAttentionConfig::new().try_init().expect("valid");
     let performer = PerformerConfig::new(64).try_init(&device).expect("valid");
+    let dense = ScaledDotProductConfig::new()
+        .with_implementation(AttentionImpl::Dense)
+        .try_init()
+        .expect("valid");
+    let t5 = T5RelativeBiasConfig::new(8)
+        .try_init(&device)
+        .expect("valid");
+    let sigmoid = SigmoidAttentionConfig::new().try_init().expect("valid");
+    let talking = TalkingHeadsConfig::new(8).try_init(&device).expect("valid");
+    let differential = DifferentialConfig::new(64)
+        .try_init(&device)
+        .expect("valid");
+    let shaw = RelativePositionConfig::new(64, 64, 16)
+        .try_init(&device)
+        .expect("valid");
     let mut best = f64::INFINITY;
     for _ in 0..args.repeats {
         let input = AttentionInput::new(q.clone(), k.clone(), v.clone());
@@ -71,6 +99,11 @@ fn main() {
             Kind::Exact => exact.forward(input),
             Kind::Linear => linear.forward(input),
             Kind::Performer => performer.forward(input),
+            Kind::T5 => dense.forward(input.bias(t5.bias(args.len, args.len, 0))),
+            Kind::Sigmoid => sigmoid.forward(input),
+            Kind::TalkingHeads => talking.forward(input),
+            Kind::Differential => differential.forward(input),
+            Kind::Shaw => shaw.forward(input),
         }
         .expect("shapes fit")
         .context;
@@ -81,6 +114,11 @@ fn main() {
         Kind::Exact => "exact",
         Kind::Linear => "linear",
         Kind::Performer => "performer",
+        Kind::T5 => "t5",
+        Kind::Sigmoid => "sigmoid",
+        Kind::TalkingHeads => "talking-heads",
+        Kind::Differential => "differential",
+        Kind::Shaw => "shaw",
     };
     println!(
         "{name} T={} on {backend}: {:.3} s (min of {}), peak RSS {:.0} MiB",

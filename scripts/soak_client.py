@@ -61,6 +61,7 @@ def request(rng):
 def worker(seed):
     rng = random.Random(seed)
     conn = None
+    previous = None  # the last answer on this connection: (kind, status)
     while time.monotonic() < deadline:
         kind, path, ctype, body = request(rng)
         began = time.monotonic()
@@ -75,10 +76,13 @@ def worker(seed):
                 conn.close()
                 conn = None
         except (OSError, http.client.HTTPException) as error:
-            status = "error:" + type(error).__name__
+            # Named with the answer before it on the connection: a server that closes a
+            # keep-alive connection after an answer without saying so shows here.
+            status = "error:%s after %s %s" % ((type(error).__name__,) + (previous or ("-", "-")))
             if conn is not None:
                 conn.close()
             conn = None
+        previous = (kind, status)
         with lock:
             records.append((time.monotonic() - start, kind, status, time.monotonic() - began))
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use attnzoo_backends::test_devices;
+use attnzoo_backends::{test_devices, Backend};
 use attnzoo_models::attention::{
     AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, KeyPattern, MultiHead,
     MultiHeadConfig, MultiHeadInput, ScaledDotProductConfig,
@@ -16,7 +16,7 @@ use attnzoo_models::seq2seq::LexicalBiasConfig;
 use attnzoo_models::transformer::{FeedForwardActivation, LayerConfig};
 use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Gradients, Int, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 
@@ -434,6 +434,100 @@ fn compare(
         worst = worst.max(if error.is_nan() { f32::INFINITY } else { error });
     }
     (worst, ok)
+}
+
+/// A tensor whose gradient torch computed, in Burn's layout.
+enum Leaf {
+    One(Tensor<1>),
+    Two(Tensor<2>),
+    /// A `Linear` weight: Burn's `[in, out]`, torch's `[out, in]`.
+    Linear(Tensor<2>),
+    Three(Tensor<3>),
+    Four(Tensor<4>),
+}
+
+impl Leaf {
+    /// The gradient in torch's layout, flattened.
+    fn grad(&self, grads: &Gradients) -> Option<Vec<f32>> {
+        let data = match self {
+            Leaf::One(t) => t.grad(grads)?.into_data(),
+            Leaf::Two(t) => t.grad(grads)?.into_data(),
+            Leaf::Linear(t) => t.grad(grads)?.transpose().into_data(),
+            Leaf::Three(t) => t.grad(grads)?.into_data(),
+            Leaf::Four(t) => t.grad(grads)?.into_data(),
+        };
+        Some(data.convert::<f32>().try_to_vec::<f32>().unwrap())
+    }
+}
+
+/// How many gradients (`grad.<name>`) the fixture holds.
+fn grad_count(fixture: &Fixture) -> usize {
+    fixture
+        .tensors
+        .keys()
+        .filter(|k| k.starts_with("grad."))
+        .count()
+}
+
+/// Compares each leaf's gradient with the fixture's `grad.<name>` and checks that every one the
+/// fixture holds was compared, pushing what fails to `failures`; prints one line.
+fn check_gradients(
+    fixture: &Fixture,
+    backend: Backend,
+    leaves: &[(String, Leaf)],
+    grads: &Gradients,
+    failures: &mut Vec<String>,
+) {
+    let mut worst = 0.0f32;
+    let mut checked = 0;
+    for (name, leaf) in leaves {
+        let key = format!("grad.{name}");
+        if !fixture.has(&key) {
+            failures.push(format!("{}: no {key} in the fixture", fixture.name));
+            continue;
+        }
+        let (_, expected) = fixture.values(&key);
+        let Some(actual) = leaf.grad(grads) else {
+            failures.push(format!(
+                "{} {backend}: no gradient for {name}",
+                fixture.name
+            ));
+            continue;
+        };
+        let (error, ok) = compare(&actual, &expected, None, fixture.atol, fixture.rtol);
+        worst = worst.max(error);
+        checked += 1;
+        if !ok {
+            failures.push(format!(
+                "{} {backend}: grad {name} max |err| {error:.3e}",
+                fixture.name
+            ));
+        }
+    }
+    let expected_grads = grad_count(fixture);
+    if checked != expected_grads {
+        failures.push(format!(
+            "{} {backend}: checked {checked} of the fixture's {expected_grads} gradients",
+            fixture.name
+        ));
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "gradients {:<30} {:<8} {checked} tensors, max|err| {worst:.2e}",
+        fixture.name,
+        backend.name()
+    );
+}
+
+/// Every fixture of a kind that `handles` accepts; `what` names them when there is none.
+fn fixtures_of(handles: fn(&str) -> bool, what: &str) -> Vec<Fixture> {
+    let fixtures: Vec<Fixture> = fixture_paths()
+        .iter()
+        .map(|path| Fixture::load(path).unwrap())
+        .filter(|fixture| handles(&fixture.kind))
+        .collect();
+    assert!(!fixtures.is_empty(), "no {what} fixture found");
+    fixtures
 }
 
 fn fixture_paths() -> Vec<PathBuf> {

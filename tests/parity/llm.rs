@@ -19,10 +19,10 @@ use attnzoo_models::position::{RopeScaling, RotaryConfig, RotaryEncoding};
 use attnzoo_models::transformer::{GatedActivation, GatedFeedForwardConfig};
 use burn::module::Param;
 use burn::nn::Linear;
-use burn::tensor::{Device, Gradients, Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::Value;
 
-use super::{compare, fixture_paths, Fixture};
+use super::{check_gradients, compare, fixtures_of, Fixture, Leaf};
 
 /// The kinds this file runs.
 const KINDS: [&str; 10] = [
@@ -48,33 +48,11 @@ pub fn without_attention(kind: &str) -> bool {
     knows(kind) && !kind.ends_with("Attention")
 }
 
-/// A tensor whose gradient the fixture may hold, under its fixture name.
-enum Tracked {
-    Vector(Tensor<1>),
-    /// A Burn `Linear` weight `[in, out]`, compared as PyTorch's `[out, in]`.
-    LinearWeight(Tensor<2>),
-    Three(Tensor<3>),
-    Four(Tensor<4>),
-}
-
-impl Tracked {
-    /// The gradient in torch's layout, flattened.
-    fn grad(&self, grads: &Gradients) -> Option<Vec<f32>> {
-        let data = match self {
-            Tracked::Vector(t) => t.grad(grads)?.into_data(),
-            Tracked::LinearWeight(t) => t.grad(grads)?.transpose().into_data(),
-            Tracked::Three(t) => t.grad(grads)?.into_data(),
-            Tracked::Four(t) => t.grad(grads)?.into_data(),
-        };
-        Some(data.try_into_vec::<f32>().unwrap())
-    }
-}
-
 /// Outputs by name, and (when tracking) the tensors whose gradients the fixture holds, by the
 /// fixture's names.
 struct Run {
     outputs: Vec<(String, Tensor<4>)>,
-    tracked: Vec<(String, Tracked)>,
+    tracked: Vec<(String, Leaf)>,
     track: bool,
 }
 
@@ -84,11 +62,11 @@ impl Run {
         if self.track {
             self.tracked.push((
                 format!("{prefix}.weight"),
-                Tracked::LinearWeight(linear.weight.val()),
+                Leaf::Linear(linear.weight.val()),
             ));
             if let Some(bias) = &linear.bias {
                 self.tracked
-                    .push((format!("{prefix}.bias"), Tracked::Vector(bias.val())));
+                    .push((format!("{prefix}.bias"), Leaf::One(bias.val())));
             }
         }
         linear
@@ -98,7 +76,7 @@ impl Run {
         let param = Param::from_tensor(fixture.float(&format!("param.{name}"), device));
         if self.track {
             self.tracked
-                .push((name.to_string(), Tracked::Vector(param.val())));
+                .push((name.to_string(), Leaf::One(param.val())));
         }
         param
     }
@@ -110,7 +88,7 @@ impl Run {
         }
         let tensor = tensor.require_grad();
         self.tracked
-            .push((name.to_string(), Tracked::Three(tensor.clone())));
+            .push((name.to_string(), Leaf::Three(tensor.clone())));
         tensor
     }
 
@@ -121,7 +99,7 @@ impl Run {
         }
         let tensor = tensor.require_grad();
         self.tracked
-            .push((name.to_string(), Tracked::Four(tensor.clone())));
+            .push((name.to_string(), Leaf::Four(tensor.clone())));
         tensor
     }
 }
@@ -305,13 +283,7 @@ fn attention(
 }
 
 fn llm_fixtures() -> Vec<Fixture> {
-    let fixtures: Vec<Fixture> = fixture_paths()
-        .iter()
-        .map(|path| Fixture::load(path).unwrap())
-        .filter(|fixture| knows(&fixture.kind))
-        .collect();
-    assert!(!fixtures.is_empty(), "no LLM block fixture found");
-    fixtures
+    fixtures_of(knows, "LLM block")
 }
 
 /// The fixture's cotangent of output `name`, if it has one.
@@ -343,7 +315,6 @@ fn loss(
 #[test]
 fn llm_gradients_equal_torch_autograd_on_every_autodiff_backend() {
     let mut failures = Vec::new();
-    let mut stderr = std::io::stderr();
     for fixture in llm_fixtures() {
         for test in &test_devices() {
             let device = test.device.clone().autodiff();
@@ -359,49 +330,7 @@ fn llm_gradients_equal_torch_autograd_on_every_autodiff_backend() {
                 continue;
             };
             let grads = loss.backward();
-            let mut worst = 0.0f32;
-            let mut checked = 0;
-            for (name, tracked) in &run.tracked {
-                let key = format!("grad.{name}");
-                if !fixture.has(&key) {
-                    failures.push(format!("{}: no {key} in the fixture", fixture.name));
-                    continue;
-                }
-                let (_, expected) = fixture.values(&key);
-                let Some(actual) = tracked.grad(&grads) else {
-                    failures.push(format!(
-                        "{} {}: no gradient for {name}",
-                        fixture.name, test.backend
-                    ));
-                    continue;
-                };
-                let (error, ok) = compare(&actual, &expected, None, fixture.atol, fixture.rtol);
-                worst = worst.max(error);
-                checked += 1;
-                if !ok {
-                    failures.push(format!(
-                        "{} {}: grad {name} max |err| {error:.3e}",
-                        fixture.name, test.backend
-                    ));
-                }
-            }
-            let expected_grads = fixture
-                .tensors
-                .keys()
-                .filter(|k| k.starts_with("grad."))
-                .count();
-            if checked != expected_grads {
-                failures.push(format!(
-                    "{} {}: checked {checked} of the fixture's {expected_grads} gradients",
-                    fixture.name, test.backend
-                ));
-            }
-            let _ = writeln!(
-                stderr,
-                "gradients {:<30} {:<8} {checked} tensors, max|err| {worst:.2e}",
-                fixture.name,
-                test.backend.name()
-            );
+            check_gradients(&fixture, test.backend, &run.tracked, &grads, &mut failures);
         }
     }
     assert!(

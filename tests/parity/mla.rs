@@ -19,7 +19,7 @@ use attnzoo_models::position::RopeScaling;
 use burn::module::Param;
 use burn::tensor::{Device, Gradients, Tensor};
 
-use super::{compare, fixture_paths, Fixture};
+use super::{compare, fixtures_of, grad_count, Fixture};
 
 /// The fixture's kind name (transformers' class).
 pub(super) const KIND: &str = "DeepseekV3Attention";
@@ -205,15 +205,7 @@ fn check(fixture: &Fixture, name: &str, expected: &str, actual: &[f32]) -> Resul
 
 #[test]
 fn deepseek_v3_attention_absorbed_path_and_gradients_match_pytorch() {
-    let fixtures: Vec<Fixture> = fixture_paths()
-        .iter()
-        .map(|path| Fixture::load(path).unwrap())
-        .filter(|fixture| fixture.kind == KIND)
-        .collect();
-    assert!(
-        !fixtures.is_empty(),
-        "no {KIND} fixture in the parity folders"
-    );
+    let fixtures = fixtures_of(|kind| kind == KIND, KIND);
     let mut failures = Vec::new();
     let mut stderr = std::io::stderr();
     let mut record = |label: String, result: Result<f32, String>| match result {
@@ -338,12 +330,4 @@ fn deepseek_v3_attention_absorbed_path_and_gradients_match_pytorch() {
         "{KIND} failures:\n{}",
         failures.join("\n")
     );
-}
-
-fn grad_count(fixture: &Fixture) -> usize {
-    fixture
-        .tensors
-        .keys()
-        .filter(|k| k.starts_with("grad."))
-        .count()
 }

@@ -5,8 +5,6 @@
 //! `sum(output · cotangent)` (`grad.<name>`), checked here on each backend's autodiff device, and
 //! the causal ones are decoded step by step here, which must equal the whole forward.
 
-use std::io::Write;
-
 use attnzoo_backends::test_devices;
 use attnzoo_models::attention::{
     AttentionImpl, AttentionInput, DifferentialConfig, KeyPattern, KvCache, LinearAttentionConfig,
@@ -17,9 +15,9 @@ use attnzoo_models::position::T5RelativeBiasConfig;
 use attnzoo_models::transformer::{VariantAttention, VariantCache};
 use burn::module::Param;
 use burn::nn::Linear;
-use burn::tensor::{Device, Gradients, Tensor};
+use burn::tensor::{Device, Tensor};
 
-use super::{compare, fixture_paths, Fixture};
+use super::{check_gradients, compare, fixtures_of, Fixture, Leaf};
 
 /// The kinds this file runs.
 pub(super) fn handles(kind: &str) -> bool {
@@ -42,30 +40,6 @@ pub(super) fn run(
     implementation: AttentionImpl,
 ) -> Result<Vec<(String, Tensor<4>)>, String> {
     Ok(build(fixture, device, implementation, false)?.outputs)
-}
-
-/// A tensor whose gradient torch computed, in Burn's layout.
-enum Leaf {
-    One(Tensor<1>),
-    Two(Tensor<2>),
-    /// A `Linear` weight: Burn's `[in, out]`, torch's `[out, in]`.
-    Linear(Tensor<2>),
-    Three(Tensor<3>),
-    Four(Tensor<4>),
-}
-
-impl Leaf {
-    /// The gradient in torch's layout, flattened.
-    fn grad(&self, grads: &Gradients) -> Option<Vec<f32>> {
-        let data = match self {
-            Leaf::One(t) => t.grad(grads)?.into_data(),
-            Leaf::Two(t) => t.grad(grads)?.into_data(),
-            Leaf::Linear(t) => t.grad(grads)?.transpose().into_data(),
-            Leaf::Three(t) => t.grad(grads)?.into_data(),
-            Leaf::Four(t) => t.grad(grads)?.into_data(),
-        };
-        Some(data.convert::<f32>().try_to_vec::<f32>().unwrap())
-    }
 }
 
 struct Run {
@@ -385,19 +359,12 @@ fn build(
 }
 
 fn research_fixtures() -> Vec<Fixture> {
-    let fixtures: Vec<Fixture> = fixture_paths()
-        .iter()
-        .map(|path| Fixture::load(path).unwrap())
-        .filter(|fixture| handles(&fixture.kind))
-        .collect();
-    assert!(!fixtures.is_empty(), "no research fixture found");
-    fixtures
+    fixtures_of(handles, "research")
 }
 
 #[test]
 fn research_gradients_equal_torch_autograd_on_every_autodiff_backend() {
     let mut failures = Vec::new();
-    let mut stderr = std::io::stderr();
     for fixture in research_fixtures() {
         for test in &test_devices() {
             let device = test.device.clone().autodiff();
@@ -417,49 +384,7 @@ fn research_gradients_equal_torch_autograd_on_every_autodiff_backend() {
                 )
             };
             let grads = (output * cotangent).sum().backward();
-            let mut worst = 0.0f32;
-            let mut checked = 0;
-            for (name, leaf) in &run.leaves {
-                let key = format!("grad.{name}");
-                if !fixture.has(&key) {
-                    failures.push(format!("{}: no {key} in the fixture", fixture.name));
-                    continue;
-                }
-                let (_, expected) = fixture.values(&key);
-                let Some(actual) = leaf.grad(&grads) else {
-                    failures.push(format!(
-                        "{} {}: no gradient for {name}",
-                        fixture.name, test.backend
-                    ));
-                    continue;
-                };
-                let (error, ok) = compare(&actual, &expected, None, fixture.atol, fixture.rtol);
-                worst = worst.max(error);
-                checked += 1;
-                if !ok {
-                    failures.push(format!(
-                        "{} {}: grad {name} max |err| {error:.3e}",
-                        fixture.name, test.backend
-                    ));
-                }
-            }
-            let expected_grads = fixture
-                .tensors
-                .keys()
-                .filter(|k| k.starts_with("grad."))
-                .count();
-            if checked != expected_grads {
-                failures.push(format!(
-                    "{} {}: checked {checked} of the fixture's {expected_grads} gradients",
-                    fixture.name, test.backend
-                ));
-            }
-            let _ = writeln!(
-                stderr,
-                "gradients {:<30} {:<8} {checked} tensors, max|err| {worst:.2e}",
-                fixture.name,
-                test.backend.name()
-            );
+            check_gradients(&fixture, test.backend, &run.leaves, &grads, &mut failures);
         }
     }
     assert!(

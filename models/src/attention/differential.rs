@@ -20,9 +20,9 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{Bool, Device, Distribution, Tensor};
+use burn::tensor::{Device, Distribution, Tensor};
 
-use super::masking::{either, lift, masked_softmax, KeyPattern};
+use super::masking::{masked_softmax, KeyPattern};
 use super::scaled_dot::{AttentionInput, AttentionOutput};
 use crate::error::ensure;
 use crate::AttnError;
@@ -142,13 +142,7 @@ impl Differential {
                 .swap_dims(2, 3)
                 .reshape([b, 2 * h, len, half])
         };
-        let offset = input.query_offset;
-        let device = input.query.device();
-        let pattern = self
-            .pattern
-            .mask(offset..offset + q_len, 0..k_len, &device)
-            .map(lift);
-        let mask: Option<Tensor<4, Bool>> = either(input.mask, pattern);
+        let mask = input.mask_with(&self.pattern);
         // Each head's mask and bias serve both of its sub-heads (one for all heads broadcasts).
         fn per_sub_head<K: burn::tensor::kind::Basic>(t: Tensor<4, K>) -> Tensor<4, K> {
             let [b, h, q, k] = t.dims();
@@ -196,7 +190,7 @@ impl Differential {
 mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
-    use burn::tensor::{TensorData, Tolerance};
+    use burn::tensor::{Bool, TensorData, Tolerance};
 
     /// With `λ = 0` (the λ vectors set so) the second map drops out and each head is softmax
     /// attention over its first halves, RMS-normalised and scaled by `1 − λ_init`.

@@ -293,6 +293,15 @@ impl<const D: usize> AttentionInput<D> {
     pub(crate) fn lengths(&self) -> (usize, usize) {
         (self.query.dims()[D - 2], self.key.dims()[D - 2])
     }
+
+    /// This input's mask combined with what `pattern` masks at its query positions
+    /// (`query_offset..`) over its keys, `[.., q_len | 1, k_len]`.
+    pub(crate) fn mask_with(&self, pattern: &KeyPattern) -> Option<Tensor<D, Bool>> {
+        let (q_len, k_len) = self.lengths();
+        let offset = self.query_offset;
+        let pattern = pattern.mask(offset..offset + q_len, 0..k_len, &self.query.device());
+        either(self.mask.clone(), pattern.map(lift))
+    }
 }
 
 impl ScaledDotProductConfig {
@@ -393,12 +402,7 @@ impl ScaledDotProduct {
         &self,
         input: &AttentionInput<D>,
     ) -> Option<Tensor<D, Bool>> {
-        let (q_len, k_len) = input.lengths();
-        let offset = input.query_offset;
-        let pattern = self
-            .pattern
-            .mask(offset..offset + q_len, 0..k_len, &input.query.device());
-        either(input.mask.clone(), pattern.map(lift))
+        input.mask_with(&self.pattern)
     }
 
     fn dense<const D: usize>(&self, input: AttentionInput<D>) -> AttentionOutput<D> {

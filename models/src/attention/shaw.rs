@@ -20,9 +20,9 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig};
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::masking::{either, lift, masked_softmax, KeyPattern};
+use super::masking::{masked_softmax, KeyPattern};
 use super::scaled_dot::{AttentionInput, AttentionOutput};
 use crate::error::ensure;
 use crate::AttnError;
@@ -146,8 +146,8 @@ impl RelativePosition {
             );
         }
         let offset = input.query_offset;
-        let device = input.query.device();
         let scale = self.scale.unwrap_or(1.0 / (d as f64).sqrt());
+        let mask = input.mask_with(&self.pattern);
         // `[B, h, Tq, ·]` ↔ `[Tq, B·h, ·]`, the paper's reshaping for the relative terms.
         let by_query =
             |t: Tensor<4>, width: usize| t.reshape([batch * heads, q_len, width]).swap_dims(0, 1);
@@ -164,11 +164,6 @@ impl RelativePosition {
             Some(bias) => scores + bias,
             None => scores,
         };
-        let pattern = self
-            .pattern
-            .mask(offset..offset + q_len, 0..k_len, &device)
-            .map(lift);
-        let mask: Option<Tensor<4, Bool>> = either(input.mask, pattern);
         let weights = masked_softmax(scores, mask);
         let mut context = weights.clone().matmul(input.value);
         if let Some(table) = &self.relative_value {

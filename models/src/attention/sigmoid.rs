@@ -18,9 +18,8 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::activation::sigmoid;
-use burn::tensor::{Bool, Tensor};
 
-use super::masking::{either, lift, KeyPattern};
+use super::masking::KeyPattern;
 use super::scaled_dot::{AttentionInput, AttentionOutput};
 use crate::error::ensure;
 use crate::AttnError;
@@ -100,16 +99,10 @@ impl SigmoidAttention {
         input: AttentionInput<D>,
     ) -> Result<AttentionOutput<D>, AttnError> {
         input.validate()?;
-        let (q_len, k_len) = input.lengths();
+        let (_, k_len) = input.lengths();
         let d = input.query.dims()[D - 1];
         let scale = self.scale.unwrap_or(1.0 / (d as f64).sqrt());
-        let offset = input.query_offset;
-        let device = input.query.device();
-        let pattern = self
-            .pattern
-            .mask(offset..offset + q_len, 0..k_len, &device)
-            .map(lift);
-        let mask: Option<Tensor<D, Bool>> = either(input.mask, pattern);
+        let mask = input.mask_with(&self.pattern);
         let n = self.n.unwrap_or(k_len) as f64;
         let scores = input
             .query
@@ -140,7 +133,7 @@ impl SigmoidAttention {
 mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
-    use burn::tensor::{Distribution, TensorData, Tolerance};
+    use burn::tensor::{Bool, Distribution, Tensor, TensorData, Tolerance};
 
     #[test]
     fn a_causal_pattern_needs_n() {

@@ -20,9 +20,9 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{Bool, Device, Tensor};
+use burn::tensor::{Device, Tensor};
 
-use super::masking::{either, lift, masked_softmax, KeyPattern};
+use super::masking::{masked_softmax, KeyPattern};
 use super::scaled_dot::{AttentionInput, AttentionOutput};
 use crate::error::ensure;
 use crate::AttnError;
@@ -133,16 +133,9 @@ impl TalkingHeads {
             self.n_heads(),
             input.query.dims()
         );
-        let (q_len, k_len) = input.lengths();
         let d = input.query.dims()[3];
         let scale = self.scale.unwrap_or(1.0 / (d as f64).sqrt());
-        let offset = input.query_offset;
-        let device = input.query.device();
-        let pattern = self
-            .pattern
-            .mask(offset..offset + q_len, 0..k_len, &device)
-            .map(lift);
-        let mask: Option<Tensor<4, Bool>> = either(input.mask, pattern);
+        let mask = input.mask_with(&self.pattern);
         let scores = input
             .query
             .matmul(input.key.swap_dims(2, 3))

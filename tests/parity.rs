@@ -469,6 +469,16 @@ fn grad_count(fixture: &Fixture) -> usize {
         .count()
 }
 
+/// The factor by which a backend widens the gradients' tolerance (docs/PARITY.md): wgpu's
+/// reductions sum in another order and, through a backward pass, Gemma 2's soft-capped scores
+/// reach 5e-5 on a projection's weight gradient (lavapipe, 2026-11-27); 1 elsewhere.
+fn gradient_widening(backend: Backend) -> f32 {
+    match backend {
+        Backend::Wgpu => 10.0,
+        _ => 1.0,
+    }
+}
+
 /// Compares each leaf's gradient with the fixture's `grad.<name>` and checks that every one the
 /// fixture holds was compared, pushing what fails to `failures`; prints one line.
 fn check_gradients(
@@ -494,7 +504,14 @@ fn check_gradients(
             ));
             continue;
         };
-        let (error, ok) = compare(&actual, &expected, None, fixture.atol, fixture.rtol);
+        let widen = gradient_widening(backend);
+        let (error, ok) = compare(
+            &actual,
+            &expected,
+            None,
+            fixture.atol * widen,
+            fixture.rtol * widen,
+        );
         worst = worst.max(error);
         checked += 1;
         if !ok {

@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use attnzoo_backends::DeviceArgs;
+use attnzoo_backends::{peak_resident_mib, DeviceArgs};
 use attnzoo_models::attention::{
     AttentionImpl, AttentionInput, DifferentialConfig, LinearAttentionConfig, PerformerConfig,
     RelativePositionConfig, ScaledDotProductConfig, SigmoidAttentionConfig, TalkingHeadsConfig,
@@ -50,13 +50,6 @@ struct Args {
     repeats: usize,
     #[command(flatten)]
     device: DeviceArgs,
-}
-
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
 }
 
 fn main() {
@@ -125,6 +118,6 @@ fn main() {
         args.len,
         best,
         args.repeats,
-        peak_rss_mib().unwrap_or(f64::NAN)
+        peak_resident_mib().unwrap_or(f64::NAN)
     );
 }

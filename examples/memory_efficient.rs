@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-use attnzoo_backends::{DeviceArgs, ZeroWritingAllocator};
+use attnzoo_backends::{peak_resident_mib, DeviceArgs, ZeroWritingAllocator};
 use attnzoo_models::attention::{
     AttentionImpl, AttentionInput, KeyPattern, ScaledDotProductConfig,
 };
@@ -41,13 +41,6 @@ struct Args {
 /// As the command line: zeroed memory written ([`ZeroWritingAllocator`]).
 #[global_allocator]
 static ALLOCATOR: ZeroWritingAllocator = ZeroWritingAllocator;
-
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
 
 fn main() {
     let args = Args::parse();
@@ -95,6 +88,6 @@ fn main() {
         "{backend}: T={} {mask} exact attention, {path}, in {:.2} s, checksum {checksum:.3}, peak RSS {:.0} MiB",
         args.len,
         start.elapsed().as_secs_f64(),
-        peak_rss_mib().unwrap_or(f64::NAN)
+        peak_resident_mib().unwrap_or(f64::NAN)
     );
 }

@@ -15,6 +15,15 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
+/// The process's peak resident memory so far in MiB (`VmHWM` of `/proc/self/status`), or `None`
+/// where the kernel does not report it (not Linux). The memory figures of the examples.
+pub fn peak_resident_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
 /// Has the C allocator keep freed memory for the next tensor instead of handing it back to the
 /// kernel: process-wide, once at start. On glibc it sets `M_MMAP_THRESHOLD` to 32 MiB (the most
 /// glibc's adaptive threshold reaches by itself), so blocks below that come from the heap, and

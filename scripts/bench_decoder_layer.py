@@ -12,25 +12,14 @@ cos/sin tables are computed inside each pass, as attnzoo computes them in each f
 torch 2.9.0 and transformers 5.x.
 """
 import argparse
-import time
 
 import torch
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
+from bench_torch import min_median_ms
+
 BATCH, LEN, D_MODEL, HEADS, KV_HEADS, D_FF = 4, 1024, 512, 8, 2, 1408
-
-
-def min_median_ms(fn, passes, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(passes):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    times.sort()
-    return times[0], times[len(times) // 2]
 
 
 def main():
@@ -63,7 +52,7 @@ def main():
 
     layer.eval()
     with torch.inference_mode():
-        low, median = min_median_ms(forward, args.passes)
+        low, median = min_median_ms(forward, args.passes, warmup=3)
     print(f"torch llama_layer forward: min {low:.2f} ms, median {median:.2f} ms over {args.passes} passes")
 
     layer.train()
@@ -74,7 +63,7 @@ def main():
         x.grad = None
         forward().sum().backward()
 
-    low, median = min_median_ms(forward_backward, args.passes)
+    low, median = min_median_ms(forward_backward, args.passes, warmup=3)
     print(f"torch llama_layer forward+backward: min {low:.2f} ms, median {median:.2f} ms over {args.passes} passes")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
 

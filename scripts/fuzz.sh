@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Runs attnzoo's fuzz targets (fuzz/, cargo-fuzz and libFuzzer on nightly) one after another,
 # each for SECONDS, starting from its committed seeds (fuzz/corpus/TARGET) and the inputs earlier
-# runs kept ($ATTNZOO_CACHE/fuzz-corpus/TARGET). Any crash, panic, timeout (30 s an input) or
+# runs kept ($ATTNZOO_CACHE/fuzz-corpus/TARGET); with --fresh, from the seeds alone, keeping
+# nothing (CI: libFuzzer replays every kept input before its clock starts, so a kept corpus would
+# make the step grow run after run). Any crash, panic, timeout (30 s an input) or
 # memory beyond the bound (2 GiB resident, 1 GiB in one allocation) fails, and libFuzzer saves
 # the input under fuzz/artifacts/TARGET/ (reproduce: cargo +nightly fuzz run TARGET FILE).
 #
-#   scripts/fuzz.sh SECONDS [TARGET...]     (default: every target)
+#   scripts/fuzz.sh [--fresh] SECONDS [TARGET...]     (default: every target)
 #
 # The build: optimised, debug assertions on (overflow checks), no sanitizer (Burn's kernels
 # under AddressSanitizer are too slow to fuzz), in $ATTNZOO_CACHE/target-fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
+fresh=false
+[ "${1:-}" = --fresh ] && { fresh=true; shift; }
+seconds=${1:?usage: scripts/fuzz.sh [--fresh] SECONDS [TARGET...]}
 shift
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(checkpoint serve_api text corpus)
@@ -22,7 +26,7 @@ cd fuzz
 cargo +nightly fuzz build "${flags[@]}"
 log=$(mktemp)
 for target in "${targets[@]}"; do
-  work=$ATTNZOO_CACHE/fuzz-corpus/$target
+  if $fresh; then work=$(mktemp -d); else work=$ATTNZOO_CACHE/fuzz-corpus/$target; fi
   mkdir -p "$work"
   echo "== fuzz $target for $seconds s"
   status=0
@@ -31,6 +35,7 @@ for target in "${targets[@]}"; do
     -max_len=8192 -len_control=0 -print_final_stats=1 >"$log" 2>&1 || status=$?
   # libFuzzer's progress lines and the library's own notes left out.
   grep -v -e '^#[0-9]' -e '^warning: sentence' "$log" | tail -n 60 || true
+  ! $fresh || rm -rf "$work"
   [ "$status" -eq 0 ] || { echo "fuzz $target failed (status $status): the input is in fuzz/artifacts/$target/"; rm -f "$log"; exit 1; }
 done
 rm -f "$log"

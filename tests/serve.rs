@@ -449,6 +449,32 @@ fn get_from(addr: &str, host: &str, path: &str) -> (String, String) {
     )
 }
 
+/// Sends `request` on `stream` and reads one answer whole: its head (status line and headers),
+/// lowercased.
+fn answer_on(stream: &mut TcpStream, request: &str) -> String {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.trim_end().is_empty() {
+            break;
+        }
+        head.push_str(&line.to_ascii_lowercase());
+    }
+    let length = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map_or(0, |value| value.trim().parse().unwrap());
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    head
+}
+
 fn chromium() -> Option<&'static str> {
     let found = ["chromium", "chromium-browser"].into_iter().find(|name| {
         Command::new(name)
@@ -521,6 +547,31 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
         "DNS rebinding: {body}"
     );
     assert!(body.contains("localhost only"), "{body}");
+    // An error answered before the request's body is read (a wrong route, not JSON) says the
+    // connection closes: a keep-alive client would otherwise send its next request into a closed
+    // socket. A good answer keeps the connection.
+    let mut kept = TcpStream::connect(&addr).unwrap();
+    let health = format!("GET /health HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    for _ in 0..2 {
+        let head = answer_on(&mut kept, &health);
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(!head.contains("connection: close"), "{head}");
+    }
+    let body = r#"{"text": "ich bin"}"#;
+    for (path, content_type, status) in [
+        ("/api/nope", "application/json", "404"),
+        ("/api/translate", "text/plain", "415"),
+    ] {
+        let head = answer_on(
+            &mut TcpStream::connect(&addr).unwrap(),
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        );
+        assert!(head.starts_with(&format!("http/1.1 {status}")), "{head}");
+        assert!(head.contains("connection: close"), "{path}: {head}");
+    }
     // A client that sends half a request and waits is cut off; the server goes on.
     let mut idle = TcpStream::connect(&addr).unwrap();
     idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")

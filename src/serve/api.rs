@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request as HttpRequest, State};
-use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
@@ -145,19 +145,44 @@ async fn checked(
     next: Next,
 ) -> HttpResponse {
     let headers = request.headers();
+    let sent_body = sends_body(headers);
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE, timeout).into_response();
+        let refused = ApiError::from_status(StatusCode::PAYLOAD_TOO_LARGE, timeout);
+        return closing_after_body(sent_body, refused.into_response());
     }
     let response = next.run(request).await;
     let status = response.status();
     let is_json = response.headers().get(header::CONTENT_TYPE)
         == Some(&HeaderValue::from_static("application/json"));
-    if (status.is_client_error() || status.is_server_error()) && !is_json {
-        return ApiError::from_status(status, timeout).into_response();
+    let response = if (status.is_client_error() || status.is_server_error()) && !is_json {
+        ApiError::from_status(status, timeout).into_response()
+    } else {
+        response
+    };
+    closing_after_body(sent_body, response)
+}
+
+/// Whether a request's headers announce a body (a length above 0, or a chunked one).
+fn sends_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|value| value.as_bytes() != b"0")
+}
+
+/// An error answer to a request that sent a body says `Connection: close`: the body may be unread
+/// (a 404, 413, 415 or 421 is answered before it is), and then hyper closes the connection after
+/// the answer; a keep-alive client not told so would send its next request into a closed socket.
+fn closing_after_body(sent_body: bool, mut response: HttpResponse) -> HttpResponse {
+    let status = response.status();
+    if sent_body && (status.is_client_error() || status.is_server_error()) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
 }
@@ -181,11 +206,11 @@ pub(super) async fn loopback_host(request: HttpRequest, next: Next) -> HttpRespo
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
     if !loopback {
-        return ApiError::new(
+        let refused = ApiError::new(
             StatusCode::MISDIRECTED_REQUEST,
             format!("this server answers requests to localhost only, not to Host {host:?}"),
-        )
-        .into_response();
+        );
+        return closing_after_body(sends_body(request.headers()), refused.into_response());
     }
     next.run(request).await
 }

@@ -132,13 +132,14 @@ pub fn elu_feature_map<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     elu(x, 1.0).add_scalar(1.0)
 }
 
-/// Zeroes the features of masked keys; `mask [B | 1, h | 1, 1, Tk]` (`true` = masked).
+/// Zeroes the masked keys' rows of `keys [B, h, Tk, ·]` (their features, or the keys
+/// themselves); `mask [B | 1, h | 1, 1, Tk]` (`true` = masked).
 pub(crate) fn drop_masked_keys(
-    phi_k: Tensor<4>,
+    keys: Tensor<4>,
     mask: Option<Tensor<4, Bool>>,
 ) -> Result<Tensor<4>, AttnError> {
     let Some(mask) = mask else {
-        return Ok(phi_k);
+        return Ok(keys);
     };
     let dims = mask.dims();
     ensure!(
@@ -146,7 +147,7 @@ pub(crate) fn drop_masked_keys(
         "kernelised attention takes key padding masks [.., 1, key_len] only, got a mask of shape {dims:?}"
     );
     let keep = mask.bool_not().float().swap_dims(2, 3);
-    Ok(phi_k * keep)
+    Ok(keys * keep)
 }
 
 /// `num / den` where `den` is not zero, and zero where it is (every key masked).

@@ -14,7 +14,8 @@
 //! `W` is drawn at initialisation and not trained: it is a [`Param`] that requires no gradient,
 //! so it is saved and loaded with the module's record but no optimiser moves it.
 //!
-//! Masks: key padding only (`[.., 1, Tk]`), whose keys' features are zeroed (performer-pytorch's
+//! Masks: key padding only (`[.., 1, Tk]`), whose keys are zeroed before the feature map (so
+//! they cannot move the stabiliser) and whose features are zeroed after (performer-pytorch's
 //! `FastAttention` takes no mask); a query whose keys are all padding gets a zero context. This
 //! is the non-causal form only. No weights to return.
 //!
@@ -178,7 +179,10 @@ impl Performer {
         );
         let mask: Option<Tensor<4, Bool>> = input.mask;
         let phi_q = self.feature_map(input.query, true);
-        let phi_k = drop_masked_keys(self.feature_map(input.key, false), mask)?;
+        // A padded key must change nothing: zeroed before the feature map, it cannot raise the
+        // keys' stabiliser (which cancels only up to `ε`), and its features are dropped after.
+        let key = drop_masked_keys(input.key, mask.clone())?;
+        let phi_k = drop_masked_keys(self.feature_map(key, false), mask)?;
         Ok(AttentionOutput {
             context: kernel_attend(phi_q, phi_k, input.value, 0.0),
             weights: None,
@@ -241,6 +245,32 @@ mod tests {
         estimate
             .into_data()
             .assert_approx_eq::<f32>(&exact.into_data(), Tolerance::absolute(0.05));
+    }
+
+    /// Found by tests/properties.rs: a padded key far larger than the others raised the keys'
+    /// stabiliser, which cancels only up to `ε`, so the unpadded keys' features sank under `ε`
+    /// and the context moved (by 15 % in the shrunk case).
+    #[test]
+    fn a_padded_key_changes_nothing_however_large() {
+        let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+        let performer = PerformerConfig::new(2).try_init(&device).unwrap();
+        let x = Tensor::<4>::random([1, 1, 3, 2], Distribution::Default, &device);
+        let padding = Tensor::<4, Bool>::from_data(
+            TensorData::new(vec![false, false, true], [1, 1, 1, 3]),
+            &device,
+        );
+        let context = |key: Tensor<4>| {
+            performer
+                .forward(AttentionInput::new(x.clone(), key, x.clone()).mask(padding.clone()))
+                .unwrap()
+                .context
+                .into_data()
+        };
+        let large = x.clone().slice_assign(
+            [0..1, 0..1, 2..3, 0..2],
+            Tensor::full([1, 1, 1, 2], 30.0, &device),
+        );
+        context(large).assert_approx_eq::<f32>(&context(x.clone()), Tolerance::absolute(1e-6));
     }
 
     #[test]

@@ -23,7 +23,7 @@ export ATTNZOO_CACHE=${ATTNZOO_CACHE:-$HOME/.cache/attnzoo}
 export CARGO_TARGET_DIR=$ATTNZOO_CACHE/target-fuzz
 flags=(-O -a --sanitizer none)
 cd fuzz
-cargo +nightly fuzz build "${flags[@]}"
+for target in "${targets[@]}"; do cargo +nightly fuzz build "${flags[@]}" "$target"; done
 log=$(mktemp)
 for target in "${targets[@]}"; do
   if $fresh; then work=$(mktemp -d); else work=$ATTNZOO_CACHE/fuzz-corpus/$target; fi
@@ -34,7 +34,7 @@ for target in "${targets[@]}"; do
     -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -max_len=8192 -len_control=0 -print_final_stats=1 >"$log" 2>&1 || status=$?
   # libFuzzer's progress lines and the library's own notes left out.
-  grep -v -e '^#[0-9]' -e '^warning: sentence' "$log" | tail -n 60 || true
+  grep -a -v -e '^#[0-9]' -e '^warning: sentence' "$log" | tail -n 60 || true
   ! $fresh || rm -rf "$work"
   [ "$status" -eq 0 ] || { echo "fuzz $target failed (status $status): the input is in fuzz/artifacts/$target/"; rm -f "$log"; exit 1; }
 done

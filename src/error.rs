@@ -1,19 +1,20 @@
-//! The library's error: one line for a user, saying what is wrong and with which value or file.
+//! The library's error: one line for a user (control characters it quotes escaped), saying what
+//! is wrong and with which value or file.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use attnzoo_backends::BackendError;
-use attnzoo_models::AttnError;
+use attnzoo_models::{escape_control, AttnError};
 
 /// What went wrong in the library half of attnzoo (translation, embeddings, plots).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Bad input: a config value, a file's contents, a sentence.
-    #[error("{0}")]
+    #[error("{}", escape_control(.0))]
     Input(String),
     /// A file or folder that cannot be read or written.
-    #[error("{action} {}: {error}", path.display())]
+    #[error("{action} {}: {error}", escape_control(&path.display().to_string()))]
     Io {
         /// What was being done: `cannot read`, `cannot write`, ….
         action: &'static str,
@@ -29,7 +30,7 @@ pub enum Error {
     #[error(transparent)]
     Model(#[from] AttnError),
     /// The machine failed, not the input: a thread that cannot start, a backend that panicked.
-    #[error("{0}")]
+    #[error("{}", escape_control(.0))]
     Machine(String),
 }
 
@@ -95,6 +96,29 @@ mod tests {
                 !is_environment(&io::Error::from_raw_os_error(code)),
                 "{code}"
             );
+        }
+    }
+
+    /// Found by the `checkpoint` fuzz target: serde's message quotes the JSON string it did not
+    /// expect (`unknown variant `\n``), and a newline in it made the error two lines.
+    #[test]
+    fn an_error_quoting_a_newline_stays_one_line() {
+        #[derive(Debug, serde::Deserialize)]
+        enum Kind {
+            Rnn,
+        }
+        let damaged = serde_json::from_str::<Kind>("\"\\n\"").unwrap_err();
+        let errors = [
+            Error::Input(format!("damaged checkpoint file model.json: {damaged}")),
+            Error::Model(AttnError("a\r\nb\u{1b}".into())),
+            Error::read(
+                Path::new("runs/a\nb"),
+                io::Error::from(io::ErrorKind::NotFound),
+            ),
+        ];
+        for error in errors {
+            let line = error.to_string();
+            assert!(!line.chars().any(char::is_control), "{line:?}");
         }
     }
 }

@@ -10,4 +10,4 @@ pub mod position;
 pub mod seq2seq;
 pub mod transformer;
 
-pub use error::AttnError;
+pub use error::{escape_control, AttnError};

@@ -22,12 +22,13 @@
 
 use std::path::Path;
 
-use attnzoo_models::lm::{CausalLm, GenerationConfig};
-use burn::tensor::Device;
+use attnzoo_models::lm::{CausalLm, GenerationConfig, Sampling};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use minijinja::{Environment, ErrorKind};
 use serde_json::Value;
 use tokenizers::Tokenizer;
 
+use crate::attention_maps::{maps_of, AttentionMaps};
 use crate::error::{Error, Result};
 
 /// A decoder LM with its tokenizer and chat template.
@@ -36,6 +37,39 @@ pub struct LanguageModel {
     pub model: CausalLm,
     tokenizer: Option<Tokenizer>,
     chat: Option<ChatTemplate>,
+}
+
+/// Where the model looked when it produced one token: see [`LanguageModel::attend`].
+#[derive(Clone, Debug)]
+pub struct TokenAttention {
+    /// Each token as text, up to and including the one produced (`position + 1` of them).
+    pub pieces: Vec<String>,
+    /// `[layer][head][1][key]`: the weights the step that produced the token gave each token
+    /// before it (zero outside a sliding-window layer's window); each row sums to 1.
+    pub weights: AttentionMaps,
+}
+
+/// The sampling that `attnzoo generate`'s and the explorer's options ask for: greedy (`None`)
+/// unless one is given; then temperature 1 and a seed from the clock unless given. Check the
+/// values with [`GenerationConfig::validate`].
+pub fn sampling(
+    temperature: Option<f64>,
+    top_k: Option<usize>,
+    top_p: Option<f64>,
+    seed: Option<u64>,
+) -> Option<Sampling> {
+    (temperature.is_some() || top_k.is_some() || top_p.is_some() || seed.is_some()).then(|| {
+        Sampling {
+            temperature: temperature.unwrap_or(1.0),
+            top_k,
+            top_p,
+            seed: seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            }),
+        }
+    })
 }
 
 /// A chat template and the special tokens it may name.
@@ -148,6 +182,11 @@ impl LanguageModel {
         })
     }
 
+    /// Whether the folder has a `tokenizer.json` (text in and out), not only ids.
+    pub fn has_tokenizer(&self) -> bool {
+        self.tokenizer.is_some()
+    }
+
     fn tokenizer(&self) -> Result<&Tokenizer> {
         self.tokenizer
             .as_ref()
@@ -225,5 +264,136 @@ impl LanguageModel {
             on_token(token, &piece)?;
         }
         Ok(ids)
+    }
+
+    /// Each token of `ids` as text: its decoding alone, special tokens included (without a
+    /// tokenizer, its id).
+    pub fn pieces(&self, ids: &[u32]) -> Result<Vec<String>> {
+        match &self.tokenizer {
+            Some(tokenizer) => ids
+                .iter()
+                .map(|&id| {
+                    tokenizer
+                        .decode(&[id], false)
+                        .map_err(|error| Error::Input(format!("cannot decode token {id}: {error}")))
+                })
+                .collect(),
+            None => Ok(ids.iter().map(u32::to_string).collect()),
+        }
+    }
+
+    /// The attention of the step that produced the token at `position` of `ids` (prompt and
+    /// generated tokens): the positions before it run through the model as generation runs them,
+    /// the last one alone after the cache, and each layer's weights of that step are returned per
+    /// head over every earlier token. Later tokens play no part.
+    pub fn attend(&self, ids: &[u32], position: usize) -> Result<TokenAttention> {
+        if position == 0 || position >= ids.len() {
+            return Err(Error::Input(format!(
+                "position {position}: not that of a token after the first of the {} ids given",
+                ids.len()
+            )));
+        }
+        let vocab = self.model.vocab_size();
+        if let Some(bad) = ids.iter().find(|&&id| id as usize >= vocab) {
+            return Err(Error::Input(format!(
+                "token id {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        let device = self.model.embed_tokens.weight.val().device();
+        let tensor = |ids: &[u32]| {
+            let values = ids.iter().map(|&id| i64::from(id)).collect::<Vec<_>>();
+            Tensor::<2, Int>::from_data(TensorData::new(values, [1, ids.len()]), &device)
+        };
+        let mut cache = self.model.cache();
+        if position > 1 {
+            self.model
+                .forward_last(tensor(&ids[..position - 1]), None, &mut cache)?;
+        }
+        let (_, weights) = self.model.forward_with_weights(
+            tensor(&ids[position - 1..position]),
+            None,
+            &mut cache,
+        )?;
+        // A sliding-window layer's keys are the last ones only: the others get zero.
+        let mut weights = maps_of(weights)?;
+        for row in weights.iter_mut().flatten().flatten() {
+            row.splice(0..0, std::iter::repeat_n(0.0, position - row.len()));
+        }
+        Ok(TokenAttention {
+            pieces: self.pieces(&ids[..=position])?,
+            weights,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/lm")
+            .join(name)
+    }
+
+    /// Each step's weights are row `position − 1` of the whole sequence's forward: rows of 1,
+    /// nothing on later keys (nor, in Gemma 2's sliding layer, outside its window of 4).
+    #[test]
+    fn a_tokens_attention_is_its_rows_of_the_whole_forward_and_sees_only_earlier_tokens() {
+        let device = Device::flex();
+        for (name, windows) in [("qwen2", [None, None]), ("gemma2", [Some(4), None])] {
+            let lm = LanguageModel::load(&fixture(name), &device).unwrap();
+            let ids: Vec<u32> = (1..=9).map(|i| i * 7 % 60 + 3).collect();
+            let len = ids.len();
+            let input = Tensor::<2, Int>::from_data(
+                TensorData::new(ids.iter().map(|&id| i64::from(id)).collect(), [1, len]),
+                &device,
+            );
+            let (_, whole) = lm
+                .model
+                .forward_with_weights(input, None, &mut lm.model.cache())
+                .unwrap();
+            let whole = maps_of(whole).unwrap();
+            for position in 1..len {
+                let attention = lm.attend(&ids, position).unwrap();
+                assert_eq!(attention.pieces.len(), position + 1);
+                assert_eq!(attention.weights.len(), whole.len());
+                for (layer, heads) in attention.weights.iter().enumerate() {
+                    for (head, rows) in heads.iter().enumerate() {
+                        let [row] = rows.as_slice() else {
+                            panic!("one row, not {}", rows.len())
+                        };
+                        assert_eq!(row.len(), position, "{name}: a weight per earlier token");
+                        let sum: f32 = row.iter().sum();
+                        assert!((sum - 1.0).abs() < 1e-4, "{name}: a row sums to {sum}");
+                        let full = &whole[layer][head][position - 1];
+                        assert!(full[position..].iter().all(|&w| w == 0.0), "{name}: causal");
+                        for (key, (&w, &expected)) in row.iter().zip(full).enumerate() {
+                            assert!(
+                                (w - expected).abs() < 1e-5,
+                                "{name} key {key}: {w} {expected}"
+                            );
+                            if windows[layer].is_some_and(|window| position - 1 - key > window) {
+                                assert_eq!(w, 0.0, "{name} layer {layer}: outside the window");
+                            }
+                        }
+                    }
+                }
+            }
+            let error = lm.attend(&ids, 0).unwrap_err().to_string();
+            assert!(error.contains("position 0"), "{error}");
+            assert!(lm.attend(&ids, len).is_err());
+            let error = lm.attend(&[1, 67], 1).unwrap_err().to_string();
+            assert_eq!(error, "token id 67 is outside the vocabulary of 67");
+        }
+        let lm = LanguageModel::load(&fixture("qwen2"), &device).unwrap();
+        let ids = lm.encode("the cat").unwrap();
+        // Special tokens included: the BOS the tokenizer adds, then the text's pieces.
+        let pieces = lm.pieces(&ids).unwrap();
+        assert_eq!(pieces[0], "<s>");
+        assert_eq!(pieces[1..].concat(), lm.decode(&ids).unwrap(), "{pieces:?}");
+        assert_eq!(pieces.len(), ids.len());
     }
 }

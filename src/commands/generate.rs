@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
-use attnzoo::language_model::LanguageModel;
+use attnzoo::language_model::{sampling, LanguageModel};
 use attnzoo_backends::DeviceArgs;
-use attnzoo_models::lm::{GenerationConfig, Sampling};
+use attnzoo_models::lm::GenerationConfig;
 
 use super::output::Stdout;
 use super::parse;
@@ -60,20 +60,7 @@ fn prompt_ids(text: &str) -> Result<PromptIds, String> {
 /// Loads the folder, generates and streams.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = Stdout::open()?;
-    let sampling = (args.temperature.is_some()
-        || args.top_k.is_some()
-        || args.top_p.is_some()
-        || args.seed.is_some())
-    .then(|| Sampling {
-        temperature: args.temperature.unwrap_or(1.0),
-        top_k: args.top_k,
-        top_p: args.top_p,
-        seed: args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        }),
-    });
+    let sampling = sampling(args.temperature, args.top_k, args.top_p, args.seed);
     let (_, device) = args.device.open()?;
     let lm = LanguageModel::load(&args.model_dir, &device)?;
     let prompt = match (&args.prompt, args.prompt_ids) {

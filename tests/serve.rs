@@ -10,11 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use attnzoo::language_model::LanguageModel;
 use attnzoo::sentence_embedding::default_model_dir;
-use attnzoo::serve::{router, Worker, MAX_BODY_BYTES, MAX_TEXT_CHARS};
+use attnzoo::serve::{
+    router, Request as Work, Response as Answer, Worker, MAX_BODY_BYTES, MAX_NEW_TOKENS,
+    MAX_PROMPT_TOKENS, MAX_TEXT_CHARS,
+};
 use attnzoo::translation::decode::DEFAULT_ALPHA;
 use attnzoo::translation::{DecodeConfig, Translator};
 use attnzoo_backends::{Backend, DeviceSpec};
+use attnzoo_models::lm::{GenerationConfig, Sampling};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
@@ -102,6 +107,7 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
     let worker = Worker::start(
         &[transformer.clone(), rnn],
         minilm.as_deref(),
+        &[],
         device.clone(),
         "ndarray",
         4,
@@ -391,6 +397,301 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
     assert!(answer["error"].is_string(), "{answer}");
 }
 
+/// A tiny language model folder with a tokenizer and a chat template (tests/lm.rs checks it
+/// against transformers).
+fn lm_folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lm/qwen2")
+}
+
+/// The prompt of the folder's reference.
+const PROMPT: &str = "the cat sat on a mat.";
+
+/// `/api/generate`'s stream: its lines, and how many chunks they came in.
+async fn stream(app: &axum::Router, body: Value) -> (StatusCode, Vec<Value>, usize) {
+    use futures_util::StreamExt;
+    let request = Request::builder()
+        .method("POST")
+        .uri("/api/generate")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let mut chunks = response.into_body().into_data_stream();
+    let (mut text, mut count) = (String::new(), 0);
+    while let Some(chunk) = chunks.next().await {
+        text.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        count += 1;
+    }
+    let lines = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line:?}")))
+        .collect();
+    (status, lines, count)
+}
+
+/// The ids and text of a stream's token lines.
+fn streamed_tokens(lines: &[Value]) -> (Vec<u32>, String) {
+    let tokens = lines.iter().filter(|line| line.get("id").is_some());
+    let ids = tokens.clone().map(|t| t["id"].as_u64().unwrap() as u32);
+    let text = tokens.map(|t| t["text"].as_str().unwrap()).collect();
+    (ids.collect(), text)
+}
+
+#[tokio::test]
+async fn a_language_model_streams_its_continuation_and_each_tokens_attention() {
+    let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+    // A language model alone: no translation model, no MiniLM.
+    let worker = Worker::start(&[], None, &[lm_folder()], device.clone(), "ndarray", 4).unwrap();
+    let app = router(worker.clone(), Duration::from_secs(60));
+    let (status, models) = call(&app, "GET", "/api/models", Body::empty()).await;
+    assert_eq!(status, StatusCode::OK);
+    let info = &models["models"][0];
+    assert_eq!(len(&models["models"]), 1, "{models}");
+    assert_eq!(
+        (&info["name"], &info["task"], &info["kind"]),
+        (&json!("qwen2"), &json!("generate"), &json!("decoder"))
+    );
+    assert_eq!((&info["layers"], &info["heads"]), (&json!(2), &json!(4)));
+    assert_eq!(info["attention"], "grouped-query");
+
+    // The stream is the library's greedy continuation, a token a line, as it comes.
+    let lm = LanguageModel::load(&lm_folder(), &device).unwrap();
+    let prompt = lm.encode(PROMPT).unwrap();
+    let mut text = String::new();
+    let expected = lm
+        .generate(&prompt, &GenerationConfig::greedy(12), |_, piece| {
+            text.push_str(piece);
+            Ok::<(), attnzoo::Error>(())
+        })
+        .unwrap();
+    let (status, lines, chunks) =
+        stream(&app, json!({"prompt": PROMPT, "max_new_tokens": 12})).await;
+    assert_eq!(status, StatusCode::OK, "{lines:?}");
+    assert_eq!(lines[0], json!({ "prompt": prompt }));
+    assert_eq!(streamed_tokens(&lines), (expected.clone(), text));
+    let stop = if lm.model.eos_token_ids.contains(expected.last().unwrap()) {
+        "eos"
+    } else {
+        "length"
+    };
+    assert_eq!(lines.last().unwrap(), &json!({ "stop": stop }));
+    assert_eq!(lines.len(), expected.len() + 2);
+    assert_eq!(
+        chunks,
+        lines.len(),
+        "a chunk a line: streamed, not buffered"
+    );
+    // The chat template, and sampling: the same seed, the library's same tokens.
+    let (status, lines, _) = stream(
+        &app,
+        json!({"prompt": "the cat", "chat": true, "max_new_tokens": 2}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{lines:?}");
+    assert_eq!(
+        lines[0]["prompt"],
+        json!(lm.encode_chat("the cat").unwrap())
+    );
+    let sampling = Sampling {
+        temperature: 1.5,
+        top_k: Some(20),
+        top_p: Some(0.9),
+        seed: 7,
+    };
+    let config = GenerationConfig::greedy(10).with_sampling(sampling);
+    let sampled = lm
+        .generate(&prompt, &config, |_, _| Ok::<(), attnzoo::Error>(()))
+        .unwrap();
+    let body = json!({"prompt": PROMPT, "max_new_tokens": 10, "temperature": 1.5, "top_k": 20,
+        "top_p": 0.9, "seed": 7});
+    let (_, lines, _) = stream(&app, body).await;
+    assert_eq!(streamed_tokens(&lines).0, sampled);
+
+    // A generated token's attention: the library's, one row per layer and head over every
+    // token before it.
+    let ids: Vec<u32> = prompt.iter().chain(&expected).copied().collect();
+    let position = prompt.len() + 2;
+    let (status, answer) = post(
+        &app,
+        "/api/lm-attention",
+        json!({"ids": ids, "position": position}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let attention = lm.attend(&ids, position).unwrap();
+    assert_eq!(answer["pieces"], json!(attention.pieces));
+    assert_eq!(len(&answer["pieces"]), position + 1);
+    assert_maps(&answer["weights"], 2, 1, position);
+    let weights: Vec<Vec<Vec<Vec<f32>>>> =
+        serde_json::from_value(answer["weights"].clone()).unwrap();
+    assert_eq!(weights, attention.weights);
+    assert_eq!(
+        (&answer["model"], &answer["position"]),
+        (&json!("qwen2"), &json!(position))
+    );
+
+    // Bad requests: a one-line JSON 4xx each, before anything is streamed.
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    let generate = |body: Value| post(&app, "/api/generate", body);
+    for max in [
+        json!(0),
+        json!(MAX_NEW_TOKENS + 1),
+        json!("5"),
+        json!(1.5),
+        json!(-1),
+    ] {
+        assert_refused(
+            generate(json!({"prompt": PROMPT, "max_new_tokens": max})).await,
+            unprocessable,
+            "is not a whole number in 1–256",
+        );
+    }
+    for (field, value, says) in [
+        ("temperature", json!(0), "temperature must be positive"),
+        ("top_k", json!(0), "top-k must be at least 1"),
+        ("top_p", json!(1.5), "top-p must be in (0, 1]"),
+        ("top_k", json!(-2), "invalid value"),
+        ("seed", json!("x"), "invalid type"),
+    ] {
+        let mut body = json!({"prompt": PROMPT});
+        body[field] = value;
+        assert_refused(generate(body).await, unprocessable, says);
+    }
+    for (body, status, says) in [
+        (json!({"prompt": " "}), unprocessable, "prompt: is empty"),
+        (
+            json!({"prompt": "a".repeat(MAX_TEXT_CHARS + 1)}),
+            unprocessable,
+            "at most 1000",
+        ),
+        // 100 tokens: more than the model's 64 positions.
+        (
+            json!({"prompt": "ab".repeat(50)}),
+            unprocessable,
+            "max_position_embeddings 64",
+        ),
+        (
+            json!({"prompt": PROMPT, "chat": "yes"}),
+            unprocessable,
+            "invalid type",
+        ),
+        (
+            json!({"prompt": PROMPT, "beam": 2}),
+            unprocessable,
+            "unknown field",
+        ),
+        (json!({"text": PROMPT}), unprocessable, "unknown field"),
+        (
+            json!({"prompt": PROMPT, "model": "nope"}),
+            StatusCode::NOT_FOUND,
+            "loaded: qwen2",
+        ),
+    ] {
+        assert_refused(generate(body).await, status, says);
+    }
+    let attend = |body: Value| post(&app, "/api/lm-attention", body);
+    let most = MAX_PROMPT_TOKENS + MAX_NEW_TOKENS;
+    for (body, status, says) in [
+        (
+            json!({"ids": [1, 5, 6], "position": 0}),
+            unprocessable,
+            "position 0",
+        ),
+        (
+            json!({"ids": [1, 5, 6], "position": 3}),
+            unprocessable,
+            "position 3",
+        ),
+        (
+            json!({"ids": [1, 500], "position": 1}),
+            unprocessable,
+            "outside the vocabulary",
+        ),
+        (
+            json!({"ids": [1, -5], "position": 1}),
+            unprocessable,
+            "invalid value",
+        ),
+        (
+            json!({"ids": vec![5; most + 1], "position": 1}),
+            unprocessable,
+            "at most 1280",
+        ),
+        (
+            json!({"ids": [1, 5]}),
+            unprocessable,
+            "missing field `position`",
+        ),
+        (
+            json!({"ids": [1, 5], "position": 1, "model": "x"}),
+            StatusCode::NOT_FOUND,
+            "language model",
+        ),
+    ] {
+        assert_refused(attend(body).await, status, says);
+    }
+    assert_refused(
+        post(&app, "/api/translate", json!({"text": SENTENCE})).await,
+        StatusCode::NOT_FOUND,
+        "loaded: none",
+    );
+    // The prompt's token limit is the model thread's to check (it tokenizes).
+    let (tokens, _) = tokio::sync::mpsc::unbounded_channel();
+    let answer = worker
+        .submit(Work::Generate {
+            model: 0,
+            prompt: PROMPT.into(),
+            chat: false,
+            max_prompt_tokens: 3,
+            config: GenerationConfig::greedy(1),
+            tokens,
+        })
+        .unwrap()
+        .await
+        .unwrap();
+    let error = answer.err().map(|error| error.to_string());
+    let says = format!("prompt: {} tokens; at most 3", prompt.len());
+    assert_eq!(error, Some(says));
+    // A generation whose client has gone stops at its first token.
+    let (tokens, gone) = tokio::sync::mpsc::unbounded_channel();
+    drop(gone);
+    let answer = worker
+        .submit(Work::Generate {
+            model: 0,
+            prompt: PROMPT.into(),
+            chat: false,
+            max_prompt_tokens: MAX_PROMPT_TOKENS,
+            config: GenerationConfig::greedy(MAX_NEW_TOKENS),
+            tokens,
+        })
+        .unwrap()
+        .await
+        .unwrap();
+    let error = answer.err().map(|error| error.to_string());
+    assert_eq!(error.as_deref(), Some("the client has gone"));
+    assert!(matches!(
+        worker
+            .submit(Work::LmAttention {
+                model: 0,
+                ids: vec![1, 5],
+                position: 1
+            })
+            .unwrap()
+            .await
+            .unwrap(),
+        Ok(Answer::LmAttention(_))
+    ));
+    // Past its timeout a generation is answered 504 (or 408), in JSON, before it streams.
+    let hurried = router(worker, Duration::from_micros(1));
+    let (status, answer) = post(&hurried, "/api/generate", json!({"prompt": PROMPT})).await;
+    assert!(
+        [StatusCode::GATEWAY_TIMEOUT, StatusCode::REQUEST_TIMEOUT].contains(&status),
+        "{status}: {answer}"
+    );
+    assert!(answer["error"].is_string(), "{answer}");
+}
+
 /// A server the test started: killed when the test ends, even by a failed assertion.
 struct Running(Child);
 
@@ -670,6 +971,63 @@ fn the_binary_serves_the_page_to_a_browser_and_stops_on_sigterm() {
 }
 
 #[test]
+fn the_page_streams_a_continuation_and_shows_where_a_token_looked() {
+    let Some(chromium) = chromium() else { return };
+    // Only a language model: the explorer starts without a translation model.
+    let (_server, addr) = start(&["--lm", lm_folder().to_str().unwrap()]);
+    let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
+    let lm = LanguageModel::load(&lm_folder(), &device).unwrap();
+    let prompt = lm.encode(PROMPT).unwrap();
+    let expected = lm
+        .generate(&prompt, &GenerationConfig::greedy(8), |_, _| {
+            Ok::<(), attnzoo::Error>(())
+        })
+        .unwrap();
+    // The prompt typed, 8 new tokens generated, the third clicked: its matrix view. (MiniLM may
+    // be served too, by default.)
+    let url = format!(
+        "http://{addr}/?model=qwen2&text=the%20cat%20sat%20on%20a%20mat.&max_new=8&token=3&view=matrix"
+    );
+    let dom = rendered(chromium, &url);
+    assert!(
+        dom.contains("data-state=\"ready\""),
+        "the page did not finish: {dom}"
+    );
+    let continuation = dom
+        .split("id=\"continuation\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</p>").next())
+        .unwrap_or_else(|| panic!("no #continuation in {dom}"));
+    assert_eq!(
+        continuation.matches("class=\"tok").count(),
+        expected.len(),
+        "a button per token: {continuation}"
+    );
+    assert!(
+        continuation.contains("aria-pressed=\"true\""),
+        "the third is shown"
+    );
+    let keys = prompt.len() + 2;
+    assert!(
+        dom.contains(&format!("data-rows=\"1\" data-cols=\"{keys}\"")),
+        "one row over the {keys} tokens before the third: {dom}"
+    );
+    assert_eq!(
+        dom.matches("class=\"cell\"").count(),
+        keys,
+        "a cell per earlier token"
+    );
+    // The tokenizer's pieces are the labels: the prompt's "c" "a" "t" among them.
+    let pieces = lm.pieces(&prompt).unwrap();
+    for piece in pieces.iter().filter(|p| p.chars().all(char::is_alphabetic)) {
+        assert!(
+            dom.contains(&format!("<title>{piece}</title>")),
+            "{piece:?}"
+        );
+    }
+}
+
+#[test]
 fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
     let tmp = workdir();
     let missing = tmp.path().join("missing");
@@ -681,7 +1039,8 @@ fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
     let taken = taken.local_addr().unwrap();
     let taken_by_name = format!("localhost:{}", taken.port());
     let taken = taken.to_string();
-    let cases: [(&[&str], i32, &str); 10] = [
+    let no_tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lm/mistral");
+    let cases: [(&[&str], i32, &str); 12] = [
         (&["--queue", "0"], 2, "queue"),
         (&["--timeout", "nan"], 2, "finite"),
         (&["--timeout", "1e-12"], 2, "[0.1, 3600]"),
@@ -693,6 +1052,12 @@ fn bad_command_lines_and_a_taken_port_are_one_line_errors() {
         (&["--addr", "localhost:99999"], 2, "not a port number"),
         (&["--checkpoint", missing], 2, "missing"),
         (&["--model-dir", missing], 2, "fetch-minilm"),
+        (&["--lm", missing], 2, "config.json"),
+        (
+            &["--lm", no_tokenizer.to_str().unwrap()],
+            2,
+            "no tokenizer.json",
+        ),
         (
             &["--checkpoint", transformer, "--checkpoint", &twice],
             2,

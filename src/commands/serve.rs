@@ -25,6 +25,11 @@ pub struct Args {
     /// [default: $ATTNZOO_MINILM_DIR or ~/.cache/attnzoo/all-MiniLM-L6-v2, if there]
     #[arg(long)]
     model_dir: Option<PathBuf>,
+    /// A decoder language model's Hugging Face folder (config.json, weights, tokenizer.json), for
+    /// the page's Language model tab: stream a continuation, click a token to see where it
+    /// looked (repeat for several)
+    #[arg(long)]
+    lm: Vec<PathBuf>,
     /// Address to listen on (another host than 127.0.0.1 exposes the models to the network)
     #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse::listen_addr)]
     addr: SocketAddr,
@@ -54,16 +59,17 @@ pub fn run(args: Args) -> Result<()> {
         let dir = default_model_dir();
         dir.join("model.safetensors").is_file().then_some(dir)
     });
-    if checkpoints.is_empty() && minilm.is_none() {
+    if checkpoints.is_empty() && minilm.is_none() && args.lm.is_empty() {
         anyhow::bail!(
-            "nothing to serve: no --checkpoint, no {DEMO_CHECKPOINT} (run `attnzoo demo`) and no \
-             MiniLM (scripts/fetch-minilm.sh, or --model-dir)"
+            "nothing to serve: no --checkpoint, no {DEMO_CHECKPOINT} (run `attnzoo demo`), no \
+             MiniLM (scripts/fetch-minilm.sh, or --model-dir) and no --lm"
         );
     }
     let (backend, device) = args.device.open()?;
     let worker = Worker::start(
         &checkpoints,
         minilm.as_deref(),
+        &args.lm,
         device,
         backend.name(),
         args.queue,

@@ -1,9 +1,12 @@
 //! The routes: request bodies parsed and checked here, the model work sent to the [`Worker`],
 //! every error a JSON body `{"error": "…"}` with a 4xx status (bad input), 503 (busy), 504
-//! (too slow) or 500 (the model failed).
+//! (too slow) or 500 (the model failed). A generation streams one JSON object a line
+//! (`application/x-ndjson`); what goes wrong once it has begun is its last line, `{"error": …}`.
 
+use std::convert::Infallible;
 use std::time::Duration;
 
+use attnzoo_models::lm::GenerationConfig;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request as HttpRequest, State};
@@ -15,11 +18,14 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tower_http::timeout::TimeoutLayer;
 
-use super::worker::{Refused, Request, Response, Worker};
+use super::worker::{Generated, Refused, Request, Response, Worker};
 use crate::attention_maps::{rollout, AttentionMaps, Matrix};
-use crate::error::Error;
+use crate::error::{Error, Result as ModelResult};
+use crate::language_model::sampling;
 use crate::sentence_embedding::SelfAttention;
 use crate::translation::decode::DEFAULT_ALPHA;
 use crate::translation::{DecodeConfig, Search, TextAttention};
@@ -30,6 +36,12 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub const MAX_TEXT_CHARS: usize = 1000;
 /// The largest beam a request may ask for.
 pub const MAX_BEAM: usize = 16;
+/// The most tokens a generation may ask for (422 beyond): it holds the models that many steps.
+pub const MAX_NEW_TOKENS: usize = 256;
+/// The most tokens a prompt may have (422 beyond).
+pub const MAX_PROMPT_TOKENS: usize = 1024;
+/// The tokens a generation makes unless it asks otherwise.
+const DEFAULT_NEW_TOKENS: usize = 64;
 
 const PAGE: &str = include_str!("page.html");
 
@@ -49,6 +61,8 @@ pub fn router(worker: Worker, timeout: Duration) -> Router {
         .route("/api/models", get(models))
         .route("/api/translate", post(translate))
         .route("/api/encode", post(encode))
+        .route("/api/generate", post(generate))
+        .route("/api/lm-attention", post(lm_attention))
         .fallback(|method: Method, uri: Uri| async move {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -279,31 +293,100 @@ fn mismatched() -> ApiError {
     )
 }
 
+/// The model thread's answer, to come.
+type Answer = oneshot::Receiver<ModelResult<Response>>;
+
 impl App {
     /// Runs `request` on the model thread: 503 if the queue is full, 504 past the timeout.
     async fn run(&self, request: Request) -> Result<Response, ApiError> {
-        let answer = self.worker.submit(request).map_err(|refused| {
+        let deadline = Instant::now() + self.timeout;
+        let answer = self.submit(request)?;
+        self.wait(answer, deadline).await
+    }
+
+    /// Queues `request`: 503 if the queue is full.
+    fn submit(&self, request: Request) -> Result<Answer, ApiError> {
+        self.worker.submit(request).map_err(|refused| {
             let status = match refused {
                 Refused::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
                 Refused::Stopped => StatusCode::INTERNAL_SERVER_ERROR,
             };
             ApiError::new(status, refused.to_string())
-        })?;
-        match tokio::time::timeout(self.timeout, answer).await {
+        })
+    }
+
+    /// The answer, 504 past `deadline`.
+    async fn wait(&self, answer: Answer, deadline: Instant) -> Result<Response, ApiError> {
+        match tokio::time::timeout_at(deadline, answer).await {
             Ok(Ok(answer)) => Ok(answer?),
             Ok(Err(_)) => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the model thread has stopped",
             )),
-            Err(_) => Err(ApiError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                format!(
-                    "no answer within {} s, waiting for the models included; try again, or a \
-                     shorter text",
-                    self.timeout.as_secs_f64()
-                ),
-            )),
+            Err(_) => Err(self.too_slow()),
         }
+    }
+
+    fn too_slow(&self) -> ApiError {
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "no answer within {} s, waiting for the models included; try again, or a \
+                 shorter text",
+                self.timeout.as_secs_f64()
+            ),
+        )
+    }
+
+    /// The index of the model named `name` (the first, if none is named) that does `task`; 404
+    /// naming those loaded (`what` they are) otherwise.
+    fn model(&self, task: &str, name: Option<&str>, what: &str) -> Result<usize, ApiError> {
+        let models = self.worker.models();
+        let found = models
+            .iter()
+            .position(|info| info.task == task && name.is_none_or(|name| info.name == name));
+        found.ok_or_else(|| {
+            let names: Vec<&str> = models
+                .iter()
+                .filter(|info| info.task == task)
+                .map(|info| info.name.as_str())
+                .collect();
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no {what} {}; loaded: {}",
+                    name.map_or("is loaded".into(), |n| format!("{n:?}")),
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            )
+        })
+    }
+}
+
+/// A whole number `field` in 1–`max`, `default` if absent; any JSON, so that a wrong one is
+/// named in the request's terms, not serde's.
+fn whole_number(
+    field: &str,
+    value: Option<&Value>,
+    default: usize,
+    max: usize,
+    what: &str,
+) -> Result<usize, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(value) => value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| {
+                ApiError::unprocessable(format!(
+                    "{field}: {value} is not a whole number in 1–{max}{what}"
+                ))
+            }),
     }
 }
 
@@ -358,45 +441,14 @@ async fn translate(
 ) -> Result<HttpResponse, ApiError> {
     let text = checked_text("text", body.text)?;
     let models = app.worker.models();
-    let model = match &body.model {
-        Some(name) => models
-            .iter()
-            .position(|info| &info.name == name && info.task == "translate"),
-        None => models.iter().position(|info| info.task == "translate"),
-    }
-    .ok_or_else(|| {
-        let names: Vec<&str> = models
-            .iter()
-            .filter(|info| info.task == "translate")
-            .map(|info| info.name.as_str())
-            .collect();
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!(
-                "no translation model {}; loaded: {}",
-                body.model
-                    .as_deref()
-                    .map_or("is loaded".into(), |n| format!("{n:?}")),
-                if names.is_empty() {
-                    "none".into()
-                } else {
-                    names.join(", ")
-                }
-            ),
-        )
-    })?;
-    let beam = match &body.beam {
-        None => 1,
-        Some(beam) => beam
-            .as_u64()
-            .and_then(|beam| usize::try_from(beam).ok())
-            .filter(|beam| (1..=MAX_BEAM).contains(beam))
-            .ok_or_else(|| {
-                ApiError::unprocessable(format!(
-                    "beam: {beam} is not a whole number in 1–{MAX_BEAM} (1 is greedy search)"
-                ))
-            })?,
-    };
+    let model = app.model("translate", body.model.as_deref(), "translation model")?;
+    let beam = whole_number(
+        "beam",
+        body.beam.as_ref(),
+        1,
+        MAX_BEAM,
+        " (1 is greedy search)",
+    )?;
     let decode = DecodeConfig {
         search: Search::of_beam(beam, DEFAULT_ALPHA),
         ..DecodeConfig::default()
@@ -523,6 +575,172 @@ async fn encode(
         text: Sentence::from(&text),
         other: other.as_ref().map(Sentence::from),
         similarity,
+    };
+    Ok(Json(answer).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerateBody {
+    prompt: String,
+    model: Option<String>,
+    #[serde(default)]
+    chat: bool,
+    max_new_tokens: Option<Value>,
+    temperature: Option<f64>,
+    top_k: Option<usize>,
+    top_p: Option<f64>,
+    seed: Option<u64>,
+}
+
+/// Streams a continuation, one JSON object a line: `{"prompt": [ids]}`, then `{"id", "text"}`
+/// per token (`text`: what the continuation gained), then `{"stop": "eos" | "length"}`, or
+/// `{"error": …}` if it failed or ran past the timeout (the generation then stops). A bad
+/// request, a prompt the model refuses and a full queue are answered as by the other routes.
+async fn generate(
+    State(app): State<App>,
+    JsonBody(body): JsonBody<GenerateBody>,
+) -> Result<HttpResponse, ApiError> {
+    let prompt = checked_text("prompt", body.prompt)?;
+    let model = app.model("generate", body.model.as_deref(), "language model")?;
+    let max_new_tokens = whole_number(
+        "max_new_tokens",
+        body.max_new_tokens.as_ref(),
+        DEFAULT_NEW_TOKENS,
+        MAX_NEW_TOKENS,
+        "",
+    )?;
+    let config = GenerationConfig {
+        sampling: sampling(body.temperature, body.top_k, body.top_p, body.seed),
+        ..GenerationConfig::greedy(max_new_tokens)
+    };
+    config.validate().map_err(Error::from)?;
+    let deadline = Instant::now() + app.timeout;
+    let (tokens, mut events) = mpsc::unbounded_channel();
+    let answer = app.submit(Request::Generate {
+        model,
+        prompt,
+        chat: body.chat,
+        max_prompt_tokens: MAX_PROMPT_TOKENS,
+        config,
+        tokens,
+    })?;
+    // Nothing is sent before the first token: until then an error is the answer's status.
+    let first = match tokio::time::timeout_at(deadline, events.recv()).await {
+        Ok(Some(first)) => first,
+        Ok(None) => {
+            app.wait(answer, deadline).await?;
+            return Err(mismatched());
+        }
+        Err(_) => return Err(app.too_slow()),
+    };
+    let stream = Stream {
+        app,
+        first: Some(first),
+        events,
+        answer: Some(answer),
+        deadline,
+    };
+    let lines = futures_util::stream::unfold(stream, |mut stream| async move {
+        let line = stream.next().await?;
+        Some((
+            Ok::<_, Infallible>(Bytes::from(format!("{line}\n"))),
+            stream,
+        ))
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        axum::body::Body::from_stream(lines),
+    )
+        .into_response())
+}
+
+/// A generation's lines to come; dropping it stops the generation.
+struct Stream {
+    app: App,
+    first: Option<Generated>,
+    events: mpsc::UnboundedReceiver<Generated>,
+    /// `None` once the last line is out.
+    answer: Option<Answer>,
+    deadline: Instant,
+}
+
+impl Stream {
+    async fn next(&mut self) -> Option<Value> {
+        if let Some(first) = self.first.take() {
+            return Some(json!(first));
+        }
+        // Ended once the last line is out.
+        self.answer.as_ref()?;
+        match tokio::time::timeout_at(self.deadline, self.events.recv()).await {
+            Ok(Some(event)) => Some(json!(event)),
+            Ok(None) => {
+                let answer = self.answer.take()?;
+                Some(match self.app.wait(answer, self.deadline).await {
+                    Ok(Response::Generated { eos }) => {
+                        json!({ "stop": if eos { "eos" } else { "length" } })
+                    }
+                    Ok(_) => json!({ "error": mismatched().message }),
+                    Err(error) => json!({ "error": error.message }),
+                })
+            }
+            Err(_) => {
+                self.answer = None;
+                Some(json!({ "error": format!(
+                    "the generation ran past the timeout of {} s; ask for fewer tokens",
+                    self.app.timeout.as_secs_f64()
+                ) }))
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LmAttentionBody {
+    ids: Vec<u32>,
+    position: usize,
+    model: Option<String>,
+}
+
+/// Where a generated token came from, as the page draws it.
+#[derive(Serialize)]
+struct LmAttention<'a> {
+    model: &'a str,
+    position: usize,
+    /// The tokens as text, up to and including the one at `position`.
+    pieces: &'a [String],
+    /// `[layer][head][1][key]` over the tokens before `position`.
+    weights: &'a AttentionMaps,
+}
+
+async fn lm_attention(
+    State(app): State<App>,
+    JsonBody(body): JsonBody<LmAttentionBody>,
+) -> Result<HttpResponse, ApiError> {
+    let most = MAX_PROMPT_TOKENS + MAX_NEW_TOKENS;
+    if body.ids.len() > most {
+        return Err(ApiError::unprocessable(format!(
+            "ids: {} tokens; at most {most}",
+            body.ids.len()
+        )));
+    }
+    let model = app.model("generate", body.model.as_deref(), "language model")?;
+    let Response::LmAttention(attention) = app
+        .run(Request::LmAttention {
+            model,
+            ids: body.ids,
+            position: body.position,
+        })
+        .await?
+    else {
+        return Err(mismatched());
+    };
+    let answer = LmAttention {
+        model: &app.worker.models()[model].name,
+        position: body.position,
+        pieces: &attention.pieces,
+        weights: &attention.weights,
     };
     Ok(Json(answer).into_response())
 }

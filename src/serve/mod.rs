@@ -1,5 +1,5 @@
-//! The attention explorer: a web page and a JSON API over the translation models and MiniLM,
-//! what `attnzoo serve` runs. The page is embedded (no CDN, works offline); the models run on
+//! The attention explorer: a web page and a JSON API over the translation models, MiniLM and
+//! decoder language models, what `attnzoo serve` runs. The page is embedded (no CDN, works offline); the models run on
 //! one thread of their own behind a bounded queue ([`Worker`]), so the async side only parses,
 //! checks and waits.
 //!
@@ -8,14 +8,16 @@
 //! use std::time::Duration;
 //! use attnzoo::serve::{Server, Worker};
 //! let device = attnzoo_backends::Backend::Flex.open(Default::default())?;
-//! let worker = Worker::start(&["runs/demo/model".into()], None, device, "flex", 16)?;
+//! let worker = Worker::start(&["runs/demo/model".into()], None, &[], device, "flex", 16)?;
 //! let server = Server::bind("127.0.0.1:8080".parse().unwrap(), worker, Duration::from_secs(30)).await?;
 //! server.run(attnzoo::serve::shutdown_signal()).await
 //! # }
 //! ```
 //!
 //! Routes: `GET /` (the page), `GET /health`, `GET /api/models`, `POST /api/translate`,
-//! `POST /api/encode`. Every error is a 4xx or 5xx with a JSON body `{"error": "…"}`.
+//! `POST /api/encode`, `POST /api/generate` (a language model's continuation, streamed a token a
+//! line) and `POST /api/lm-attention` (where one generated token looked). Every error is a 4xx
+//! or 5xx with a JSON body `{"error": "…"}`.
 
 mod api;
 mod worker;
@@ -30,8 +32,10 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-pub use api::{router, MAX_BEAM, MAX_BODY_BYTES, MAX_TEXT_CHARS};
-pub use worker::{ModelInfo, Refused, Request, Response, Worker};
+pub use api::{
+    router, MAX_BEAM, MAX_BODY_BYTES, MAX_NEW_TOKENS, MAX_PROMPT_TOKENS, MAX_TEXT_CHARS,
+};
+pub use worker::{Generated, ModelInfo, Refused, Request, Response, Worker};
 
 use crate::error::{Error, Result};
 

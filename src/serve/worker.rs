@@ -1,7 +1,8 @@
 //! The model thread: every model is loaded on it and every request runs on it, one at a time,
 //! taken from a bounded queue. A request whose client has gone (its reply channel closed) is
-//! skipped, not run; a request that panics inside a backend is an error reply, and the thread
-//! goes on with the next.
+//! skipped, not run, and a generation whose client goes stops at its next token (it holds the
+//! thread for at most its `max_new_tokens` steps); a request that panics inside a backend is an
+//! error reply, and the thread goes on with the next.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -9,24 +10,27 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
 use attnzoo_models::attention::AlignmentScore;
+use attnzoo_models::lm::{GenerationConfig, LmAttention};
 use attnzoo_models::seq2seq::Seq2SeqConfig;
 use burn::tensor::Device;
 use serde::Serialize;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
+use crate::language_model::{LanguageModel, TokenAttention};
 use crate::sentence_embedding::{SelfAttention, SentenceEmbedder};
 use crate::translation::{DecodeConfig, TextAttention, Translator};
 
 /// What a loaded model is, as `GET /api/models` lists it.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelInfo {
-    /// The name requests use: a checkpoint's folder (its parent's, for a folder named `model`),
-    /// or `all-MiniLM-L6-v2`.
+    /// The name requests use: a checkpoint's or language model's folder (its parent's, for a
+    /// folder named `model`), or `all-MiniLM-L6-v2`.
     pub name: String,
-    /// `transformer`, `rnn` or `bert`.
+    /// `transformer`, `rnn`, `bert` or `decoder` (a language model).
     pub kind: &'static str,
-    /// `translate` (German → English) or `encode` (English self-attention and similarity).
+    /// `translate` (German → English), `encode` (English self-attention and similarity) or
+    /// `generate` (a language model's continuation).
     pub task: &'static str,
     /// The attention it uses, in words.
     pub attention: &'static str,
@@ -36,7 +40,7 @@ pub struct ModelInfo {
     pub layers: usize,
     /// Heads per layer.
     pub heads: usize,
-    /// The language it reads.
+    /// The language it reads (`text` for a language model).
     pub source: &'static str,
     /// The language it writes, if it translates.
     pub target: Option<&'static str>,
@@ -63,6 +67,50 @@ pub enum Request {
         /// A second sentence to compare with.
         other: Option<String>,
     },
+    /// Continue `prompt` with the language model at `model` (an index into [`Worker::models`]),
+    /// sending each token on `tokens` as it comes; the generation stops when `tokens` is closed.
+    Generate {
+        /// Index of the model.
+        model: usize,
+        /// The prompt's text.
+        prompt: String,
+        /// Render the prompt as a user message with the folder's chat template.
+        chat: bool,
+        /// The prompt's tokens may be at most this many.
+        max_prompt_tokens: usize,
+        /// How to generate.
+        config: GenerationConfig,
+        /// Where the tokens go.
+        tokens: mpsc::UnboundedSender<Generated>,
+    },
+    /// Where the language model at `model` looked when it produced the token at `position` of
+    /// `ids` (see [`LanguageModel::attend`]).
+    LmAttention {
+        /// Index of the model.
+        model: usize,
+        /// The prompt's and generated tokens.
+        ids: Vec<u32>,
+        /// The generated token's position in `ids`.
+        position: usize,
+    },
+}
+
+/// What a generation sends as it goes.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Generated {
+    /// First, the prompt's tokens.
+    Prompt {
+        /// Their ids.
+        prompt: Vec<u32>,
+    },
+    /// A new token.
+    Token {
+        /// Its id.
+        id: u32,
+        /// The text the continuation gained (empty while a character is incomplete).
+        text: String,
+    },
 }
 
 /// The model thread's answer.
@@ -79,6 +127,13 @@ pub enum Response {
         /// The cosine similarity of the two sentence embeddings, if `other` was given.
         similarity: Option<f32>,
     },
+    /// A generation has ended; its tokens went out as it ran.
+    Generated {
+        /// It stopped at an end-of-sequence token (else after `max_new_tokens`).
+        eos: bool,
+    },
+    /// One generated token's attention.
+    LmAttention(Box<TokenAttention>),
 }
 
 /// Why a request got no answer from the model thread.
@@ -98,10 +153,13 @@ struct Job {
 }
 
 /// What the model thread holds: the translators in the order of [`Worker::models`], then
-/// MiniLM.
+/// MiniLM, then the language models.
 struct Models {
     translators: Vec<Translator>,
     embedder: Option<SentenceEmbedder>,
+    lms: Vec<LanguageModel>,
+    /// The index in [`Worker::models`] of the first language model.
+    first_lm: usize,
 }
 
 /// A handle on the model thread: cheap to clone, shared by every request handler.
@@ -114,30 +172,36 @@ pub struct Worker {
 
 impl Worker {
     /// Starts the model thread and loads onto `device` (on `backend`, for the listing) each
-    /// checkpoint of `checkpoints` and, if given, the MiniLM model in `minilm`. Returns once
-    /// every model is loaded, or with the first that cannot be. At most `queue` requests wait
-    /// beyond the one running.
+    /// checkpoint of `checkpoints`, if given the MiniLM model in `minilm`, and each language
+    /// model folder of `lms` (which needs its `tokenizer.json`). Returns once every model is
+    /// loaded, or with the first that cannot be. At most `queue` requests wait beyond the one
+    /// running.
     pub fn start(
         checkpoints: &[PathBuf],
         minilm: Option<&Path>,
+        lms: &[PathBuf],
         device: Device,
         backend: &str,
         queue: usize,
     ) -> Result<Self> {
-        if checkpoints.is_empty() && minilm.is_none() {
+        if checkpoints.is_empty() && minilm.is_none() && lms.is_empty() {
             return Err(Error::Input(
-                "nothing to serve: give a --checkpoint or a --model-dir".into(),
+                "nothing to serve: give a --checkpoint, a --model-dir or an --lm".into(),
             ));
         }
         if queue == 0 {
             return Err(Error::Input("queue: must be at least 1".into()));
         }
         let mut seen = Vec::new();
-        for dir in checkpoints {
+        for (what, dir) in checkpoints
+            .iter()
+            .map(|dir| ("checkpoint", dir))
+            .chain(lms.iter().map(|dir| ("language model", dir)))
+        {
             let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
             if seen.contains(&canonical) {
                 return Err(Error::Input(format!(
-                    "the checkpoint {} is given twice",
+                    "the {what} {} is given twice",
                     dir.display()
                 )));
             }
@@ -147,11 +211,12 @@ impl Worker {
         let (ready, loaded) = sync_channel::<Result<Vec<ModelInfo>>>(1);
         let checkpoints = checkpoints.to_vec();
         let minilm = minilm.map(Path::to_path_buf);
+        let lms = lms.to_vec();
         let backend = backend.to_string();
         std::thread::Builder::new()
             .name("attnzoo-models".into())
             .spawn(
-                move || match load(&checkpoints, minilm.as_deref(), &device, &backend) {
+                move || match load(&checkpoints, minilm.as_deref(), &lms, &device, &backend) {
                     Ok((models, infos)) => {
                         let _ = ready.send(Ok(infos));
                         run(&models, receiver);
@@ -172,7 +237,8 @@ impl Worker {
         })
     }
 
-    /// The loaded models, in the order given (checkpoints first).
+    /// The loaded models, in the order given (checkpoints first, then MiniLM, then the language
+    /// models).
     pub fn models(&self) -> &[ModelInfo] {
         &self.models
     }
@@ -196,6 +262,7 @@ impl Worker {
 fn load(
     checkpoints: &[PathBuf],
     minilm: Option<&Path>,
+    lms: &[PathBuf],
     device: &Device,
     backend: &str,
 ) -> Result<(Models, Vec<ModelInfo>)> {
@@ -250,9 +317,42 @@ fn load(
         });
         embedder = Some(loaded);
     }
+    let first_lm = infos.len();
+    let mut languages = Vec::new();
+    for dir in lms {
+        let lm = LanguageModel::load(dir, device)?;
+        if !lm.has_tokenizer() {
+            return Err(Error::Input(format!(
+                "--lm {}: the folder has no tokenizer.json (the explorer takes text)",
+                dir.display()
+            )));
+        }
+        let (attention, heads) = match lm.model.layers.first().map(|layer| &layer.self_attn) {
+            Some(LmAttention::MultiHead(mha)) if mha.n_kv_heads < mha.n_heads => {
+                ("grouped-query", mha.n_heads)
+            }
+            Some(LmAttention::MultiHead(mha)) => ("multi-head", mha.n_heads),
+            Some(LmAttention::Latent(mla)) => ("multi-head latent", mla.n_heads),
+            None => ("none", 0),
+        };
+        infos.push(ModelInfo {
+            name: unique_name(&infos, checkpoint_name(dir)),
+            kind: "decoder",
+            task: "generate",
+            attention,
+            backend: backend.to_string(),
+            layers: lm.model.layers.len(),
+            heads,
+            source: "text",
+            target: None,
+        });
+        languages.push(lm);
+    }
     let models = Models {
         translators,
         embedder,
+        lms: languages,
+        first_lm,
     };
     Ok((models, infos))
 }
@@ -333,5 +433,60 @@ fn answer(models: &Models, request: Request) -> Result<Response> {
                 similarity,
             })
         }
+        Request::Generate {
+            model,
+            prompt,
+            chat,
+            max_prompt_tokens,
+            config,
+            tokens,
+        } => {
+            let lm = models.lm(model)?;
+            let prompt = if chat {
+                lm.encode_chat(&prompt)?
+            } else {
+                lm.encode(&prompt)?
+            };
+            if prompt.len() > max_prompt_tokens {
+                return Err(Error::Input(format!(
+                    "prompt: {} tokens; at most {max_prompt_tokens}",
+                    prompt.len()
+                )));
+            }
+            let mut start = Some(Generated::Prompt {
+                prompt: prompt.clone(),
+            });
+            let ids = lm.generate(&prompt, &config, |id, text| {
+                let gone = || Error::Input("the client has gone".into());
+                if let Some(start) = start.take() {
+                    tokens.send(start).map_err(|_| gone())?;
+                }
+                let text = text.to_string();
+                tokens
+                    .send(Generated::Token { id, text })
+                    .map_err(|_| gone())
+            })?;
+            let eos = ids
+                .last()
+                .is_some_and(|id| lm.model.eos_token_ids.contains(id));
+            Ok(Response::Generated { eos })
+        }
+        Request::LmAttention {
+            model,
+            ids,
+            position,
+        } => Ok(Response::LmAttention(Box::new(
+            models.lm(model)?.attend(&ids, position)?,
+        ))),
+    }
+}
+
+impl Models {
+    /// The language model at `model` in [`Worker::models`].
+    fn lm(&self, model: usize) -> Result<&LanguageModel> {
+        model
+            .checked_sub(self.first_lm)
+            .and_then(|index| self.lms.get(index))
+            .ok_or_else(|| Error::Input(format!("model {model} is not a language model")))
     }
 }

@@ -42,6 +42,7 @@ fn app() -> &'static (tokio::runtime::Runtime, axum::Router) {
         let worker = Worker::start(
             &[tiny_run(ModelKind::Transformer).to_path_buf()],
             minilm.as_deref(),
+            &[],
             device().clone(),
             "ndarray",
             4,

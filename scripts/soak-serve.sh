@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Soak of `attnzoo serve`: a checkpoint and MiniLM served on a loopback port under
-# scripts/soak_client.py (CONNECTIONS keep-alive connections for SECONDS: translate greedy and
-# beam 5, encode, 10 % bad requests), the server's RSS sampled every 10 s, then SIGTERM: the
-# server must exit 0 within its drain time. Exits non-zero if anything fails.
+# Soak of `attnzoo serve`: a checkpoint and MiniLM served on a loopback port under `hey`
+# (scripts/soak_client.py: 16 keep-alive connections for MINUTES one-minute rounds, translate
+# greedy and beam 5, encode, about 10 % bad requests), the server's RSS sampled every 10 s, then
+# SIGTERM: the server must exit 0 within its drain time. Exits non-zero if anything fails.
 #
-#   scripts/soak-serve.sh CHECKPOINT [SECONDS=1800] [CONNECTIONS=16] [OUT=soak-out]
+#   scripts/soak-serve.sh CHECKPOINT [MINUTES=30] [OUT=soak-out]
 #
 # ATTNZOO_BIN picks the binary (default: $CARGO_TARGET_DIR/debug/attnzoo, else target/debug);
 # MiniLM is scripts/fetch-minilm.sh's folder. Writes OUT/rss.tsv (seconds, KiB), OUT/client.jsonl
-# (per-minute status counts and latencies) and OUT/server.log.
+# (per-minute requests, status counts and latencies of each stream) and OUT/server.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-checkpoint=${1:?usage: scripts/soak-serve.sh CHECKPOINT [SECONDS] [CONNECTIONS] [OUT]}
-seconds=${2:-1800}
-connections=${3:-16}
-out=${4:-soak-out}
+checkpoint=${1:?usage: scripts/soak-serve.sh CHECKPOINT [MINUTES] [OUT]}
+minutes=${2:-30}
+out=${3:-soak-out}
+command -v hey >/dev/null || { echo "hey is not installed (Debian: apt-get install hey)"; exit 1; }
 bin=${ATTNZOO_BIN:-${CARGO_TARGET_DIR:-target}/debug/attnzoo}
 minilm=$(scripts/fetch-minilm.sh)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -39,7 +39,7 @@ printf 'seconds\trss_kib\n' >"$out/rss.tsv"
 ) &
 sampler=$!
 client_status=0
-python3 scripts/soak_client.py "127.0.0.1:$port" "$seconds" "$connections" 60 \
+python3 scripts/soak_client.py "127.0.0.1:$port" "$minutes" \
   | tee "$out/client.jsonl" || client_status=$?
 term=$(date +%s.%N)
 kill -TERM "$server"

@@ -1,127 +1,74 @@
 #!/usr/bin/env python3
-"""A bounded load generator for `attnzoo serve` (scripts/soak-serve.sh runs it): CONNECTIONS
-threads, each with one keep-alive connection, send requests back to back for SECONDS: 40 %
-translate greedy, 25 % translate beam 5, 25 % encode, 10 % bad requests (malformed JSON, an
-empty text, a wrong Content-Type, an unknown field, a wrong route). Prints one JSON line per
-MINUTE window (status counts, p50/p99 latency per kind) and a summary line; exits 1 if a 5xx
-other than 503 came back, or a bad request got anything but a 4xx.
+"""The load of scripts/soak-serve.sh: `hey` (Debian's package) against `attnzoo serve` for
+MINUTES one-minute rounds, four streams at once on keep-alive connections, 16 in all:
+translate greedy (6 connections), translate beam 5 (5), encode (4) and bad requests (1
+connection, paced to about 10 % of the requests: 1/9 of the previous minute's good requests per
+second; a different bad request each minute, from malformed JSON to a wrong route). Prints one JSON line per minute: per stream the requests,
+status counts, connection errors and p50/p99 latency in ms. Exits 1 if any answer was a 5xx
+other than 503 (the bounded queue), a good request got a 4xx, or a bad one anything but a 4xx.
 
-  scripts/soak_client.py ADDR SECONDS [CONNECTIONS] [MINUTE]
+  scripts/soak_client.py ADDR MINUTES
 """
 
-import http.client
 import json
-import random
+import re
+import subprocess
 import sys
-import threading
-import time
+import tempfile
 
-addr, seconds = sys.argv[1], float(sys.argv[2])
-connections = int(sys.argv[3]) if len(sys.argv) > 3 else 16
-window = float(sys.argv[4]) if len(sys.argv) > 4 else 60.0
-host, port = addr.rsplit(":", 1)
+addr, minutes = sys.argv[1], int(sys.argv[2])
+url = f"http://{addr}"
 
-SENTENCES = [
-    "Die Katze schläft hier.",
-    "Der Hund läuft heute. Das Kind isst oft.",
-    "Wo ist der Bahnhof?",
-    "Ich habe Hunger und möchte etwas essen.",
-]
-ENGLISH = ["The cat sleeps here.", "Where is the station?", "A dog runs in the park today."]
+GOOD = {
+    "greedy": (6, "/api/translate", '{"text": "Der Hund läuft heute. Das Kind isst oft.", "beam": 1}'),
+    "beam5": (5, "/api/translate", '{"text": "Ich habe Hunger und möchte etwas essen.", "beam": 5}'),
+    "encode": (4, "/api/encode", '{"text": "Where is the station?"}'),
+}
 BAD = [
-    ("/api/translate", "application/json", b'{"text": "Hallo'),
-    ("/api/translate", "application/json", b'{"text": ""}'),
-    ("/api/encode", "text/plain", b'{"text": "x"}'),
-    ("/api/translate", "application/json", b'{"text": "x", "colour": 1}'),
-    ("/api/nothing", "application/json", b'{"text": "x"}'),
-    ("/api/translate", "application/json", b'{"text": "x", "beam": 1e400}'),
+    ("/api/translate", "application/json", '{"text": "Hallo'),
+    ("/api/translate", "application/json", '{"text": ""}'),
+    ("/api/encode", "text/plain", '{"text": "x"}'),
+    ("/api/translate", "application/json", '{"text": "x", "colour": 1}'),
+    ("/api/nothing", "application/json", '{"text": "x"}'),
+    ("/api/translate", "application/json", '{"text": "x", "beam": 1e400}'),
 ]
 
-lock = threading.Lock()
-records = []  # (finish time, kind, status, seconds)
-start = time.monotonic()
-deadline = start + seconds
+
+def hey(connections, path, content_type, body, rate=None):
+    """A `hey -z 60s` run in the background, its summary going to a temporary file."""
+    out = tempfile.TemporaryFile(mode="w+")
+    args = ["hey", "-z", "60s", "-c", str(connections), "-m", "POST", "-T", content_type, "-d", body]
+    if rate:
+        args += ["-q", str(rate)]
+    return subprocess.Popen(args + [url + path], stdout=out, stderr=subprocess.STDOUT), out
 
 
-def request(rng):
-    roll = rng.random()
-    if roll < 0.40:
-        body = {"text": rng.choice(SENTENCES), "beam": 1}
-        return "greedy", "/api/translate", "application/json", json.dumps(body).encode()
-    if roll < 0.65:
-        body = {"text": rng.choice(SENTENCES), "beam": 5}
-        return "beam5", "/api/translate", "application/json", json.dumps(body).encode()
-    if roll < 0.90:
-        body = {"text": rng.choice(ENGLISH)}
-        return "encode", "/api/encode", "application/json", json.dumps(body).encode()
-    path, kind, body = rng.choice(BAD)
-    return "bad", path, kind, body
+def summary(out):
+    """Requests, status counts, connection errors, p50 and p99 (ms) of a hey summary."""
+    out.seek(0)
+    text = out.read()
+    statuses = {code: int(n) for code, n in re.findall(r"\[(\d{3})\]\s+(\d+) responses", text)}
+    errors = sum(int(n) for n in re.findall(r"\[(\d+)\]\s+(?:Post|Get|dial)", text))
+    latency = {p: round(float(s) * 1000, 1) for p, s in re.findall(r"(\d+)% in ([\d.]+) secs", text)}
+    return {"requests": sum(statuses.values()), "status": statuses, "errors": errors,
+            "p50_ms": latency.get("50"), "p99_ms": latency.get("99")}
 
 
-def worker(seed):
-    rng = random.Random(seed)
-    conn = None
-    previous = None  # the last answer on this connection: (kind, status)
-    while time.monotonic() < deadline:
-        kind, path, ctype, body = request(rng)
-        began = time.monotonic()
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection(host, int(port), timeout=120)
-            conn.request("POST", path, body, {"Content-Type": ctype, "Host": "localhost"})
-            response = conn.getresponse()
-            response.read()
-            status = response.status
-            if response.getheader("Connection", "").lower() == "close":
-                conn.close()
-                conn = None
-        except (OSError, http.client.HTTPException) as error:
-            # Named with the answer before it on the connection: a server that closes a
-            # keep-alive connection after an answer without saying so shows here.
-            status = "error:%s after %s %s" % ((type(error).__name__,) + (previous or ("-", "-")))
-            if conn is not None:
-                conn.close()
-            conn = None
-        previous = (kind, status)
-        with lock:
-            records.append((time.monotonic() - start, kind, status, time.monotonic() - began))
-
-
-def percentile(values, p):
-    if not values:
-        return None
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(p / 100 * len(values)))] * 1000, 1)
-
-
-def summary(rows):
-    out = {"requests": len(rows), "status": {}}
-    for _, _, status, _ in rows:
-        out["status"][str(status)] = out["status"].get(str(status), 0) + 1
-    for kind in ["greedy", "beam5", "encode", "bad"]:
-        latencies = [s for _, k, st, s in rows if k == kind and st == 200 or k == kind == "bad"]
-        out[kind] = {"n": len(latencies), "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99)}
-    return out
-
-
-threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(connections)]
-for thread in threads:
-    thread.start()
-reported = 0
-while any(thread.is_alive() for thread in threads):
-    time.sleep(1)
-    now = time.monotonic() - start
-    while now >= (reported + 1) * window:
-        with lock:
-            rows = [r for r in records if reported * window <= r[0] < (reported + 1) * window]
-        print(json.dumps({"window_s": [reported * window, (reported + 1) * window], **summary(rows)}), flush=True)
-        reported += 1
-for thread in threads:
-    thread.join()
-total = summary(records)
-bad = [r for r in records if r[1] == "bad" and not (isinstance(r[2], int) and 400 <= r[2] < 500)]
-fives = [r for r in records if isinstance(r[2], int) and r[2] >= 500 and r[2] != 503]
-errors = [r for r in records if not isinstance(r[2], int)]
-print(json.dumps({"total": total, "seconds": seconds, "connections": connections,
-                  "bad_not_4xx": len(bad), "5xx_not_503": len(fives), "connection_errors": len(errors)}), flush=True)
-sys.exit(1 if bad or fives or errors else 0)
+failed = False
+bad_rate = 2.0
+for minute in range(minutes):
+    bad_path, bad_type, bad_body = BAD[minute % len(BAD)]
+    runs = {name: hey(c, path, "application/json", body) for name, (c, path, body) in GOOD.items()}
+    runs["bad"] = hey(1, bad_path, bad_type, bad_body, rate=bad_rate)
+    line = {"minute": minute + 1}
+    for name, (process, out) in runs.items():
+        process.wait()
+        line[name] = summary(out)
+        for code in line[name]["status"]:
+            server_error = code.startswith("5") and code != "503"
+            wrong = code.startswith("4") if name != "bad" else not code.startswith("4")
+            failed |= server_error or wrong
+    print(json.dumps(line), flush=True)
+    good = sum(line[name]["requests"] for name in GOOD)
+    bad_rate = max(0.1, round(good / 60 / 9, 1))
+sys.exit(1 if failed else 0)

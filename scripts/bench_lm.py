@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Interleaved rounds of the language-model speed benchmark (docs/MEASUREMENTS.md, "Language
+models"): each round runs `examples/lm_speed.rs` on every backend named, then
+`scripts/bench_lm_torch.py` (`transformers`), one round each, on the same folder.
+
+    python3 scripts/bench_lm.py --model-dir DIR --lm-speed $CARGO_TARGET_DIR/release/examples/lm_speed \\
+        [--backend flex --backend tch] [--batch 1 --batch 8] [--rounds 3] [--log rounds.jsonl]
+
+Prints, per batch size and phase (prefill, decode), each engine's tokens/s as min–median–max
+over the rounds and each backend's ratio to `transformers` (attnzoo's rate over transformers'
+in the same round; above 1, attnzoo is faster) as min–median–max. Run it with the reference
+venv's python (torch 2.9.0, transformers 5.x); the Rust example needs LibTorch for tch.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+
+def run(command, log):
+    print("$ " + " ".join(command), file=sys.stderr, flush=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{command[0]} failed ({done.returncode}): {done.stderr.strip()}")
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    for result in results:
+        log.write(json.dumps(result) + "\n")
+    log.flush()
+    return results
+
+
+def spread(values, digits=1):
+    values = sorted(values)
+    return "–".join(f"{value:.{digits}f}" for value in (values[0], values[len(values) // 2], values[-1]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--lm-speed", required=True, help="the release build of examples/lm_speed.rs")
+    parser.add_argument("--backend", action="append", dest="backends")
+    parser.add_argument("--batch", type=int, action="append", dest="batches")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--log", default=os.devnull, help="append every measurement here, one JSON line each")
+    args = parser.parse_args()
+    backends = args.backends or ["flex", "tch"]
+    batches = [str(batch) for batch in args.batches or [1, 8]]
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    torch_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_lm_torch.py")
+    batch_args = [arg for batch in batches for arg in ("--batch", batch)]
+    rates = {}  # (engine, batch, phase) -> [tok/s per round]
+    with open(args.log, "a", encoding="utf-8") as log:
+        for _ in range(args.rounds):
+            commands = [[args.lm_speed, "--model-dir", args.model_dir, "--backend", backend, *batch_args]
+                        for backend in backends]
+            commands.append([sys.executable, torch_script, "--model-dir", args.model_dir,
+                             "--threads", str(args.threads), *batch_args])
+            for command in commands:
+                for result in run(command, log):
+                    engine = result["backend"] if result["engine"] == "attnzoo" else "transformers"
+                    rates.setdefault((engine, result["batch"], result["phase"]), []).append(result["tok_s"])
+    print(f"tokens/s, min–median–max over {args.rounds} rounds; ratio = attnzoo / transformers, same round")
+    for batch in map(int, batches):
+        for phase in ("prefill", "decode"):
+            anchor = rates[("transformers", batch, phase)]
+            line = f"batch {batch} {phase}: transformers {spread(anchor)}"
+            for backend in backends:
+                mine = rates[(backend, batch, phase)]
+                ratios = [a / b for a, b in zip(mine, anchor)]
+                line += f"; attnzoo {backend} {spread(mine)} ({spread(ratios, 2)}×)"
+            print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,10 +1,12 @@
 //! The explorer's request bodies through the real router (`attnzoo::serve::router` over a
-//! worker with the tiny Transformer, and MiniLM where it is fetched), as `attnzoo serve` builds
-//! it: arbitrary bytes, or — structure-aware — JSON objects with the fields the routes take,
-//! holding any JSON (deep nesting, huge numbers, long strings). Every answer must be JSON, and
-//! every refusal a 4xx with an `error` of one line; never a panic or a 5xx.
+//! worker with the tiny Transformer, a tiny Qwen2 language model from tests/fixtures/lm, and
+//! MiniLM where it is fetched), as `attnzoo serve` builds it: arbitrary bytes, or —
+//! structure-aware — JSON objects with the fields the routes take, holding any JSON (deep
+//! nesting, huge numbers, long strings). Every answer must be JSON (a generation's, JSON a
+//! line), and every refusal a 4xx with an `error` of one line; never a panic or a 5xx.
 #![no_main]
 
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -28,8 +30,34 @@ enum Payload {
 }
 
 #[derive(Arbitrary, Debug)]
+enum Route {
+    Translate,
+    Encode,
+    Generate,
+    LmAttention,
+}
+
+impl Route {
+    /// The route's path, and a good body for it.
+    fn good(&self) -> (&'static str, &'static str) {
+        match self {
+            Route::Translate => (
+                "/api/translate",
+                r#"{"text": "Die Katze schläft.", "model": "run-0", "beam": 5}"#,
+            ),
+            Route::Encode => ("/api/encode", r#"{"text": "Die Katze schläft."}"#),
+            Route::Generate => (
+                "/api/generate",
+                r#"{"prompt": "hello world", "max_new_tokens": 4, "temperature": 0.8, "top_k": 5, "top_p": 0.9, "seed": 7}"#,
+            ),
+            Route::LmAttention => ("/api/lm-attention", r#"{"ids": [1, 2, 3, 4], "position": 3}"#),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
 struct Input {
-    encode: bool,
+    route: Route,
     json_type: bool,
     payload: Payload,
 }
@@ -42,7 +70,7 @@ fn app() -> &'static (tokio::runtime::Runtime, axum::Router) {
         let worker = Worker::start(
             &[tiny_run(ModelKind::Transformer).to_path_buf()],
             minilm.as_deref(),
-            &[],
+            &[Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lm/qwen2")],
             device().clone(),
             "ndarray",
             4,
@@ -58,14 +86,7 @@ fn app() -> &'static (tokio::runtime::Runtime, axum::Router) {
 
 fuzz_target!(|input: Input| {
     let (runtime, app) = app();
-    let (path, good) = if input.encode {
-        ("/api/encode", r#"{"text": "Die Katze schläft."}"#)
-    } else {
-        (
-            "/api/translate",
-            r#"{"text": "Die Katze schläft.", "model": "run-0", "beam": 5}"#,
-        )
-    };
+    let (path, good) = input.route.good();
     let body = match &input.payload {
         Payload::Bytes(bytes) => bytes.clone(),
         Payload::Edited(edits) => edit_json(good.as_bytes(), edits),
@@ -89,15 +110,19 @@ fuzz_target!(|input: Input| {
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .unwrap();
-        let value: Value = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| panic!("{status}: not JSON: {}", String::from_utf8_lossy(&bytes)));
-        assert!(
-            status == StatusCode::OK || status.is_client_error(),
-            "{status}: {value}"
-        );
-        if status != StatusCode::OK {
-            let error = value["error"].as_str().expect("an error message");
-            assert!(!error.contains('\n'), "not one line: {error}");
+        assert!(status == StatusCode::OK || status.is_client_error(), "{status}");
+        // A generation streams a JSON object a line; every other answer is one JSON value.
+        for line in bytes.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+            let value: Value = serde_json::from_slice(line).unwrap_or_else(|_| {
+                panic!("{status}: not JSON: {}", String::from_utf8_lossy(line))
+            });
+            if let Some(error) = value.get("error") {
+                let error = error.as_str().expect("an error message");
+                assert!(!error.contains('\n'), "not one line: {error}");
+            }
+            if status != StatusCode::OK {
+                assert!(value.get("error").is_some(), "{status}: {value}");
+            }
         }
     });
 });

@@ -380,11 +380,12 @@ impl CausalLm {
             Some(_) => &LATENT_KEYS,
             None => &MULTI_HEAD_KEYS,
         };
+        // The device from the parameter without materialising it (`try_init`'s parameters are
+        // lazy): loading holds no second copy of the model (docs/MEASUREMENTS.md, Language models).
         let float: DType = self
             .embed_tokens
             .weight
-            .val()
-            .device()
+            .lazy_device()
             .settings()
             .float_dtype
             .into();

@@ -292,6 +292,12 @@ async fn every_route_answers_and_every_bad_request_is_a_json_4xx() {
         unprocessable,
         "unknown field",
     );
+    // Found by the serve_api fuzz target: the message quotes the field, newline and all.
+    assert_refused(
+        translate(json!({"text": SENTENCE, "beam\n size": 2})).await,
+        unprocessable,
+        "unknown field `beam\\n size`",
+    );
     for beam in [
         json!(0),
         json!(17),

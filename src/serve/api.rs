@@ -6,6 +6,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use attnzoo_models::escape_control;
 use attnzoo_models::lm::GenerationConfig;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -92,10 +93,12 @@ struct ApiError {
 }
 
 impl ApiError {
+    /// One line whatever the message quotes (a JSON key holding a newline, say).
     fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        let message: String = message.into();
         Self {
             status,
-            message: message.into(),
+            message: escape_control(&message).into_owned(),
         }
     }
 

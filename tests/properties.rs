@@ -16,11 +16,10 @@
 
 use attnzoo_backends::{test_devices, TestDevice};
 use attnzoo_models::attention::{
-    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, AttentionOutput, Differential,
-    DifferentialConfig, KeyPattern, KvCache, LatentCache, LinearAttention, LinearAttentionConfig,
-    LinformerConfig, MultiHeadConfig, MultiHeadInput, MultiHeadLatentConfig, MultiHeadLatentInput,
-    Performer, PerformerConfig, RelativePosition, RelativePositionConfig, ScaledDotProduct,
-    ScaledDotProductConfig, Selection, SigmoidAttention, SigmoidAttentionConfig, TalkingHeads,
+    AlignmentConfig, AlignmentScore, AttentionImpl, AttentionInput, AttentionOutput,
+    DifferentialConfig, KeyPattern, KvCache, LatentCache, LinearAttentionConfig, LinformerConfig,
+    MultiHeadConfig, MultiHeadInput, MultiHeadLatentConfig, MultiHeadLatentInput, PerformerConfig,
+    RelativePositionConfig, ScaledDotProductConfig, Selection, SigmoidAttentionConfig,
     TalkingHeadsConfig,
 };
 use attnzoo_models::norm::RmsNormConfig;
@@ -782,88 +781,75 @@ fn variants() -> impl Strategy<Value = Variant> {
     ]
 }
 
-/// A research variant built for heads of `width` over `len` positions.
-enum Built {
-    Sigmoid(SigmoidAttention),
-    TalkingHeads(TalkingHeads),
-    Differential(Differential),
-    Shaw(RelativePosition),
-    /// Scaled dot-product attention with T5's bias `[1, h, T, T]`.
-    T5(ScaledDotProduct, Tensor<4>),
-    Linear(LinearAttention),
-    Performer(Performer),
-}
+/// A research variant's forward.
+type Attend = Box<dyn Fn(AttentionInput<4>) -> Result<AttentionOutput<4>, AttnError>>;
 
-impl Built {
-    /// Initialised once per case and backend: a second initialisation could draw other random
-    /// weights (the tests run in parallel threads, and a backend's seeded generator is shared).
-    fn new(
-        variant: Variant,
-        [heads, len, width]: [usize; 3],
-        causal: bool,
-        device: &Device,
-    ) -> Result<Self, AttnError> {
-        let pattern = if causal {
-            KeyPattern::Causal
-        } else {
-            KeyPattern::Full
-        };
-        Ok(match variant {
-            // A causal one needs a fixed `n` (the bias `−ln n` may not change as decoding goes on).
-            Variant::Sigmoid => Built::Sigmoid(
-                SigmoidAttentionConfig::new()
-                    .with_n(causal.then_some(8))
-                    .with_pattern(pattern)
-                    .try_init()?,
-            ),
-            Variant::TalkingHeads => Built::TalkingHeads(
-                TalkingHeadsConfig::new(heads)
-                    .with_pattern(pattern)
-                    .try_init(device)?,
-            ),
-            // Heads of (even) width `width`: two query and key halves.
-            Variant::Differential => Built::Differential(
-                DifferentialConfig::new(width)
-                    .with_pattern(pattern)
-                    .try_init(device)?,
-            ),
-            Variant::Shaw => Built::Shaw(
-                RelativePositionConfig::new(width, width, 2)
-                    .with_pattern(pattern)
-                    .try_init(device)?,
-            ),
-            Variant::T5 => Built::T5(
-                ScaledDotProductConfig::new()
-                    .with_pattern(pattern)
-                    .try_init()?,
-                T5RelativeBiasConfig::new(heads)
-                    .with_num_buckets(8)
-                    .with_max_distance(5)
-                    .with_bidirectional(!causal)
-                    .try_init(device)?
-                    .bias(len, len, 0),
-            ),
-            Variant::Linear { chunk } => Built::Linear(
-                LinearAttentionConfig::new()
-                    .with_causal(causal)
-                    .with_chunk(chunk)
-                    .try_init()?,
-            ),
-            Variant::Performer => Built::Performer(PerformerConfig::new(width).try_init(device)?),
-        })
-    }
-
-    fn forward(&self, input: AttentionInput<4>) -> Result<AttentionOutput<4>, AttnError> {
-        match self {
-            Built::Sigmoid(attention) => attention.forward(input),
-            Built::TalkingHeads(attention) => attention.forward(input),
-            Built::Differential(attention) => attention.forward(input),
-            Built::Shaw(attention) => attention.forward(input),
-            Built::T5(attention, bias) => attention.forward(input.bias(bias.clone())),
-            Built::Linear(attention) => attention.forward(input),
-            Built::Performer(attention) => attention.forward(input),
+/// `variant` built for heads of `width` over `len` positions, once per case and backend: a
+/// second initialisation could draw other random weights (the tests run in parallel threads, and
+/// a backend's seeded generator is shared).
+fn build(
+    variant: Variant,
+    [heads, len, width]: [usize; 3],
+    causal: bool,
+    device: &Device,
+) -> Result<Attend, AttnError> {
+    let pattern = if causal {
+        KeyPattern::Causal
+    } else {
+        KeyPattern::Full
+    };
+    Ok(match variant {
+        // A causal one needs a fixed `n` (the bias `−ln n` may not change as decoding goes on).
+        Variant::Sigmoid => {
+            let attention = SigmoidAttentionConfig::new()
+                .with_n(causal.then_some(8))
+                .with_pattern(pattern)
+                .try_init()?;
+            Box::new(move |input| attention.forward(input))
         }
-    }
+        Variant::TalkingHeads => {
+            let attention = TalkingHeadsConfig::new(heads)
+                .with_pattern(pattern)
+                .try_init(device)?;
+            Box::new(move |input| attention.forward(input))
+        }
+        // Heads of (even) width `width`: two query and key halves.
+        Variant::Differential => {
+            let attention = DifferentialConfig::new(width)
+                .with_pattern(pattern)
+                .try_init(device)?;
+            Box::new(move |input| attention.forward(input))
+        }
+        Variant::Shaw => {
+            let attention = RelativePositionConfig::new(width, width, 2)
+                .with_pattern(pattern)
+                .try_init(device)?;
+            Box::new(move |input| attention.forward(input))
+        }
+        Variant::T5 => {
+            let attention = ScaledDotProductConfig::new()
+                .with_pattern(pattern)
+                .try_init()?;
+            let bias = T5RelativeBiasConfig::new(heads)
+                .with_num_buckets(8)
+                .with_max_distance(5)
+                .with_bidirectional(!causal)
+                .try_init(device)?
+                .bias(len, len, 0);
+            Box::new(move |input: AttentionInput<4>| attention.forward(input.bias(bias.clone())))
+        }
+        Variant::Linear { chunk } => {
+            let attention = LinearAttentionConfig::new()
+                .with_causal(causal)
+                .with_chunk(chunk)
+                .try_init()?;
+            Box::new(move |input| attention.forward(input))
+        }
+        Variant::Performer => {
+            let attention = PerformerConfig::new(width).try_init(device)?;
+            Box::new(move |input| attention.forward(input))
+        }
+    })
 }
 
 proptest! {
@@ -902,7 +888,7 @@ proptest! {
             let device = &test.device;
             let what = format!("{}: {variant:?} batch {b} heads {h} len {t} width {width} causal {causal} all padded {all_padded:?}", test.backend);
             device.seed(seed);
-            let built = Built::new(variant, [h, t, width], causal, device).map_err(failed(&what))?;
+            let attend = build(variant, [h, t, width], causal, device).map_err(failed(&what))?;
             let run = |[q, k, v]: [Vec<f32>; 3], weights: bool| -> Result<(Vec<f32>, Option<Vec<f32>>), TestCaseError> {
                 let input = AttentionInput::new(
                     tensor(q, [b, h, t, width], device),
@@ -911,7 +897,7 @@ proptest! {
                 )
                 .mask(mask(padding.clone(), [b, 1, 1, t], device));
                 let input = if weights { input.with_weights() } else { input };
-                let out = built.forward(input).map_err(failed(&what))?;
+                let out = attend(input).map_err(failed(&what))?;
                 Ok((floats(out.context), out.weights.map(floats)))
             };
             let (context, weights) = run(qkv.clone(), true)?;

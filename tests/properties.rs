@@ -119,6 +119,14 @@ fn close(what: &str, a: &[f32], b: &[f32], tolerance: f32) -> Result<(), TestCas
     Ok(())
 }
 
+/// Key padding `[batch, len]`: element `all_padded` padding throughout, the others with their
+/// last key padded (when they have two).
+fn padding(batch: usize, len: usize, all_padded: Option<usize>) -> Vec<bool> {
+    (0..batch * len)
+        .map(|i| Some(i / len) == all_padded || (len > 1 && i % len == len - 1))
+        .collect()
+}
+
 fn patterns() -> impl Strategy<Value = KeyPattern> {
     prop_oneof![
         Just(KeyPattern::Full),
@@ -389,10 +397,7 @@ fn multi_head(case: &Heads, test: &TestDevice) -> Result<(), TestCaseError> {
         .unwrap();
     let x = numbers(case.seed, b * t * d_model, 2.0);
     let explicit = flags(case.seed, t * t, case.density, t, &[]);
-    // Batch element `padded` is padding throughout; the others have their last key padded.
-    let padding: Vec<bool> = (0..b * t)
-        .map(|i| Some(i / t) == case.padded || (t > 1 && i % t == t - 1))
-        .collect();
+    let padding = padding(b, t, case.padded);
     let run = |x: Vec<f32>, weights: bool| {
         let input = MultiHeadInput::self_attn(tensor(x, [b, t, d_model], device))
             .mask(mask(explicit.clone(), [1, t, t], device))
@@ -639,9 +644,7 @@ fn modern_multi_head(case: &Modern, test: &TestDevice) -> Result<(), TestCaseErr
         device,
     );
     let explicit = flags(case.seed, t * t, case.density, t, &[]);
-    let padding: Vec<bool> = (0..b * t)
-        .map(|i| Some(i / t) == case.padded || (t > 1 && i % t == t - 1))
-        .collect();
+    let padding = padding(b, t, case.padded);
     let what = format!("{}: {case:?}", test.backend);
     let out = model
         .forward(
@@ -871,10 +874,7 @@ proptest! {
         let width = 2 * half_width;
         let (b, h, t) = (batch, heads, len);
         let all_padded = all_padded.filter(|&e| e < b);
-        // The last key of every element padded (when there are two), and one element entirely.
-        let padding: Vec<bool> = (0..b * t)
-            .map(|i| Some(i / t) == all_padded || (t > 1 && i % t == t - 1))
-            .collect();
+        let padding = padding(b, t, all_padded);
         let n = b * h * t * width;
         let qkv = [numbers(seed, n, 2.0), numbers(seed ^ 1, n, 2.0), numbers(seed ^ 2, n, 1.0)];
         // Changes every value at a position `position(i)` picks: `[b, h, t, width]` order.

@@ -1,11 +1,12 @@
-//! Prefill and decode speed of a decoder LM loaded from a Hugging Face folder, as a user runs it:
-//! `CausalLm::from_pretrained`, then greedy generation with the KV cache. The benchmark of
+//! Prefill and decode speed of a decoder LM loaded from a Hugging Face folder or a GGUF file, as a
+//! user runs it: `CausalLm::from_pretrained` or `CausalLm::from_gguf_with` (weights kept in their
+//! blocks unless `--dequantize`), then greedy generation with the KV cache. The benchmark of
 //! docs/MEASUREMENTS.md ("Language models") runs it on a random-weight model shaped like
 //! SmolLM2-135M (`scripts/gen_lm_bench_model.py`), beside `scripts/bench_lm_torch.py`
 //! (`transformers`' `generate`) on the same folder and the same prompt ids.
 //!
 //!     cargo build --release --features tch,flex --example lm_speed
-//!     $CARGO_TARGET_DIR/release/examples/lm_speed --model-dir DIR --backend flex [--batch 1 --batch 8] [--rounds 3]
+//!     $CARGO_TARGET_DIR/release/examples/lm_speed --model DIR|FILE.gguf --backend flex [--batch 1 --batch 8] [--rounds 3]
 //!
 //! Per round and batch size `B`: **prefill** is the `[B, 512]` prompt through the model into an
 //! empty cache, up to its last position's logits on the host (`tokens/s = B · 512 / time`);
@@ -22,7 +23,7 @@
 use std::time::Instant;
 
 use attnzoo_backends::{keep_freed_memory, DeviceArgs, ZeroWritingAllocator};
-use attnzoo_models::lm::{argmax, CausalLm, GenerationConfig};
+use attnzoo_models::lm::{argmax, CausalLm, GenerationConfig, GgufWeights};
 use attnzoo_models::AttnError;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use clap::builder::TypedValueParser;
@@ -30,9 +31,12 @@ use clap::Parser;
 
 #[derive(Parser)]
 struct Args {
-    /// The Hugging Face folder (config.json, model.safetensors).
+    /// The Hugging Face folder (config.json, model.safetensors) or GGUF file.
+    #[arg(long, visible_alias = "model-dir")]
+    model: std::path::PathBuf,
+    /// Dequantize a GGUF file's weights at load instead of multiplying from its blocks.
     #[arg(long)]
-    model_dir: std::path::PathBuf,
+    dequantize: bool,
     /// Batch sizes to measure, in order.
     #[arg(long = "batch", default_values_t = [1usize, 8], value_parser = clap::value_parser!(u64).range(1..=64).map(|b| b as usize))]
     batches: Vec<usize>,
@@ -136,10 +140,18 @@ fn run(args: &Args) -> Result<(), AttnError> {
         .open()
         .map_err(|error| AttnError(error.to_string()))?;
     let loading = Instant::now();
-    let lm = CausalLm::from_pretrained(&args.model_dir, &device)?;
+    let lm = if args.model.is_file() {
+        let weights = match args.dequantize {
+            true => GgufWeights::Dequantized,
+            false => GgufWeights::Quantized,
+        };
+        CausalLm::from_gguf_with(&args.model, weights, &device)?
+    } else {
+        CausalLm::from_pretrained(&args.model, &device)?
+    };
     eprintln!(
         "lm_speed: {} loaded on {backend} in {:.1} s",
-        args.model_dir.display(),
+        args.model.display(),
         loading.elapsed().as_secs_f64()
     );
     let vocab = lm.vocab_size();

@@ -18,7 +18,7 @@ fresh=false
 seconds=${1:?usage: scripts/fuzz.sh [--fresh] SECONDS [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint serve_api text corpus)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint serve_api text corpus gguf)
 export ATTNZOO_CACHE=${ATTNZOO_CACHE:-$HOME/.cache/attnzoo}
 export CARGO_TARGET_DIR=$ATTNZOO_CACHE/target-fuzz
 flags=(-O -a --sanitizer none)

@@ -22,7 +22,8 @@
 
 use std::path::Path;
 
-use attnzoo_models::lm::{CausalLm, GenerationConfig, Sampling};
+use attnzoo_models::gguf::GgufFile;
+use attnzoo_models::lm::{CausalLm, GenerationConfig, GgufWeights, Perplexity, Sampling};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use minijinja::{Environment, ErrorKind};
 use serde_json::Value;
@@ -30,6 +31,7 @@ use tokenizers::Tokenizer;
 
 use crate::attention_maps::{maps_of, AttentionMaps};
 use crate::error::{Error, Result};
+use crate::gguf_tokenizer::{self, GgufVocab};
 
 /// A decoder LM with its tokenizer and chat template.
 pub struct LanguageModel {
@@ -165,7 +167,42 @@ impl ChatTemplate {
 impl LanguageModel {
     /// Loads the model (see [`CausalLm::from_pretrained`]) and, when present, `tokenizer.json`
     /// and the chat template.
+    ///
+    /// A `.gguf` file instead of a folder is loaded by [`load_with`](Self::load_with) with its
+    /// quantized weights kept in their blocks.
     pub fn load(dir: &Path, device: &Device) -> Result<Self> {
+        Self::load_with(dir, GgufWeights::Quantized, device)
+    }
+
+    /// As [`load`](Self::load); a GGUF file's quantized tensors held as `weights` says, its
+    /// tokenizer and chat template read from its metadata ([`crate::gguf_tokenizer`]).
+    pub fn load_with(path: &Path, weights: GgufWeights, device: &Device) -> Result<Self> {
+        // A file is a GGUF file (whose header check names anything else); a folder is Hugging Face's.
+        if path.is_file() {
+            let file = GgufFile::open(path)?;
+            let model = CausalLm::from_gguf_file(&file, weights, device)
+                .map_err(|error| Error::Input(format!("{}: {error}", path.display())))?;
+            let vocab = GgufVocab::from_gguf(&file)?;
+            let token = |id: Option<u32>| {
+                id.and_then(|id| vocab.tokens.get(id as usize))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let chat = file
+                .get("tokenizer.chat_template")
+                .and_then(|value| value.as_str())
+                .map(|source| ChatTemplate {
+                    source: source.to_string(),
+                    bos_token: token(vocab.bos),
+                    eos_token: token(vocab.eos),
+                });
+            return Ok(Self {
+                model,
+                tokenizer: Some(gguf_tokenizer::tokenizer(&vocab)?),
+                chat,
+            });
+        }
+        let dir = path;
         let model = CausalLm::from_pretrained(dir, device)?;
         let path = dir.join("tokenizer.json");
         let tokenizer = if path.is_file() {
@@ -191,6 +228,21 @@ impl LanguageModel {
         self.tokenizer
             .as_ref()
             .ok_or_else(|| Error::Input("the model folder has no tokenizer.json".into()))
+    }
+
+    /// The perplexity of `text` as llama.cpp's `llama-perplexity -c CONTEXT` computes it (see
+    /// [`CausalLm::perplexity`]): tokenized with the special tokens, each chunk begun with the
+    /// BOS token when the tokenizer adds one; `progress` sees each chunk's result.
+    pub fn perplexity(
+        &self,
+        text: &str,
+        context: usize,
+        progress: impl FnMut(&Perplexity, usize),
+    ) -> Result<Perplexity> {
+        let tokens = self.encode(text)?;
+        // The token the tokenizer puts before any text, if any: its BOS.
+        let bos = self.encode("")?.first().copied();
+        Ok(self.model.perplexity(&tokens, bos, context, progress)?)
     }
 
     /// Token ids of `text`, with the tokenizer's special tokens (e.g. a leading BOS).
@@ -299,7 +351,7 @@ impl LanguageModel {
                 "token id {bad} is outside the vocabulary of {vocab}"
             )));
         }
-        let device = self.model.embed_tokens.weight.val().device();
+        let device = self.model.device();
         let tensor = |ids: &[u32]| {
             let values = ids.iter().map(|&id| i64::from(id)).collect::<Vec<_>>();
             Tensor::<2, Int>::from_data(TensorData::new(values, [1, ids.len()]), &device)

@@ -29,6 +29,7 @@ mod error;
 #[doc(hidden)]
 pub mod files;
 mod fonts;
+pub mod gguf_tokenizer;
 pub mod heatmap;
 pub mod language_model;
 mod padding;

@@ -10,7 +10,9 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[cfg(feature = "serve")]
 use commands::serve;
-use commands::{attend, backends, bleu, data, demo, embed, eval, generate, train, translate};
+use commands::{
+    attend, backends, bleu, data, demo, embed, eval, generate, perplexity, train, translate,
+};
 
 #[derive(Parser)]
 #[command(
@@ -51,8 +53,11 @@ enum Command {
     /// Heatmaps (PNG and SVG) of the attention behind one translation.
     Attend(attend::Args),
     /// Continues a prompt with a decoder LM from a Hugging Face folder (Llama, Mistral, Qwen2,
-    /// Qwen3, Gemma 2, DeepSeek-V3 dense), streaming the text to stdout.
+    /// Qwen3, Gemma 2, DeepSeek-V3 dense) or a GGUF file, streaming the text to stdout.
     Generate(generate::Args),
+    /// The perplexity of a text under a decoder LM (a folder or a GGUF file), as llama.cpp's
+    /// llama-perplexity computes it.
+    Perplexity(perplexity::Args),
     /// The attention explorer: a page and a JSON API on 127.0.0.1:8080 over translation
     /// checkpoints and MiniLM.
     #[cfg(feature = "serve")]
@@ -113,6 +118,7 @@ fn main() -> ExitCode {
         Command::Bleu(args) => bleu::run(args),
         Command::Attend(args) => attend::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Perplexity(args) => perplexity::run(args),
         Command::Demo(args) => demo::run(args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(args),

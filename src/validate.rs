@@ -154,6 +154,21 @@ pub fn layers(value: usize) -> Result<usize, String> {
     })
 }
 
+/// The longest perplexity context, in tokens.
+pub const MAX_CONTEXT: usize = 131_072;
+
+/// A perplexity context: 4 to [`MAX_CONTEXT`] tokens (the model's own limit is checked when
+/// it runs).
+pub fn context(value: usize) -> Result<usize, String> {
+    if (4..=MAX_CONTEXT).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value} is not a context in 4–{MAX_CONTEXT} tokens"
+        ))
+    }
+}
+
 /// A count of at least 1.
 pub fn at_least_one(value: usize) -> Result<usize, String> {
     if value >= 1 {

@@ -526,3 +526,119 @@ fn attention_weights_show_each_layers_window() {
         }
     }
 }
+
+/// The tiny GGUF files of tests/fixtures/gguf (llama.cpp's converter run on the folders above,
+/// by scripts/gen_gguf_fixtures.py) against `transformers` loading the same files: logits of
+/// every position within 1e-4, whole and token by token through the cache, and 16 greedy ids
+/// (no end-of-sequence stop), on every backend with the weights dequantized at load, and on the
+/// CPU backends also with the quantized tensors multiplied from their blocks.
+#[test]
+fn every_tiny_gguf_file_matches_transformers_dequantized_and_from_its_blocks() {
+    use attnzoo_models::lm::GgufWeights;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gguf");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.extension().is_some_and(|e| e == "gguf")
+                && path.with_extension("reference.json").is_file()
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    let mut failures = Vec::new();
+    let mut stderr = std::io::stderr();
+    for file in &files {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(file.with_extension("reference.json")).unwrap(),
+        )
+        .unwrap();
+        let ids = |key: &str| -> Vec<u32> {
+            json[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|id| id.as_u64().unwrap() as u32)
+                .collect()
+        };
+        let (prompt, expected) = (ids("prompt"), ids("greedy"));
+        let logits: Vec<f32> = json["all_logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|row| row.as_array().unwrap().iter())
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        for test in test_devices() {
+            let cpu = matches!(
+                test.backend.to_string().as_str(),
+                "ndarray" | "flex" | "tch"
+            );
+            let ways: &[GgufWeights] = if cpu {
+                &[GgufWeights::Dequantized, GgufWeights::Quantized]
+            } else {
+                &[GgufWeights::Dequantized]
+            };
+            for &weights in ways {
+                let label = format!("{name} on {} ({weights:?})", test.backend);
+                let lm = match CausalLm::from_gguf_with(file, weights, &test.device) {
+                    Ok(lm) => lm,
+                    Err(error) => {
+                        failures.push(format!("{label}: {error}"));
+                        continue;
+                    }
+                };
+                let len = prompt.len();
+                let tensor = |ids: &[u32]| {
+                    let ids: Vec<i64> = ids.iter().map(|&id| id.into()).collect();
+                    Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &test.device)
+                };
+                let whole = to_vec(lm.forward(tensor(&prompt), None, &mut lm.cache()).unwrap());
+                let mut cache = lm.cache();
+                let mut stepped = Vec::new();
+                for t in 0..len {
+                    let one = Tensor::<2, Int>::from_data(
+                        TensorData::new(vec![prompt[t] as i64], [1, 1]),
+                        &test.device,
+                    );
+                    stepped.extend(to_vec(lm.forward(one, None, &mut cache).unwrap()));
+                }
+                let error = |actual: &[f32]| {
+                    actual
+                        .iter()
+                        .zip(&logits)
+                        .map(|(a, e)| (a - e).abs())
+                        .fold(0.0f32, f32::max)
+                };
+                let (whole, stepped) = (error(&whole), error(&stepped));
+                let config = GenerationConfig {
+                    eos_token_ids: Some(Vec::new()),
+                    ..GenerationConfig::greedy(expected.len())
+                };
+                let greedy: Vec<u32> = lm
+                    .generate(&prompt, &config)
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                writeln!(
+                    stderr,
+                    "gguf {label:<40} max logit error {whole:.2e} (cached {stepped:.2e}), greedy {}",
+                    greedy == expected
+                )
+                .unwrap();
+                if whole > TOLERANCE || stepped > TOLERANCE {
+                    failures.push(format!(
+                        "{label}: logits differ by {whole:e} (whole) and {stepped:e} (cached)"
+                    ));
+                }
+                if greedy != expected {
+                    failures.push(format!(
+                        "{label}: greedy {greedy:?}, transformers {expected:?}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -4,9 +4,11 @@
 pub mod attention;
 mod error;
 pub mod finite;
+pub mod gguf;
 pub mod lm;
 pub mod norm;
 pub mod position;
+pub mod quant;
 pub mod seq2seq;
 pub mod transformer;
 

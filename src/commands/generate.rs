@@ -1,5 +1,5 @@
-//! `attnzoo generate`: continues a prompt with a decoder LM from a Hugging Face folder, streaming
-//! the text (or, with `--ids`, the new token ids) to stdout.
+//! `attnzoo generate`: continues a prompt with a decoder LM from a Hugging Face folder or a GGUF
+//! file, streaming the text (or, with `--ids`, the new token ids) to stdout.
 
 use std::path::PathBuf;
 
@@ -15,9 +15,14 @@ use super::parse;
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["prompt", "prompt_ids"])))]
 pub struct Args {
-    /// The model folder: config.json, model.safetensors (or shards), tokenizer.json
+    /// The model: a Hugging Face folder (config.json, model.safetensors or shards,
+    /// tokenizer.json) or a GGUF file
+    #[arg(long, visible_alias = "model-dir")]
+    model: PathBuf,
+    /// Dequantize a GGUF file's weights at load (the default on a GPU) instead of multiplying
+    /// from its blocks (the default on a CPU)
     #[arg(long)]
-    model_dir: PathBuf,
+    dequantize: bool,
     /// The prompt's text (needs the folder's tokenizer.json)
     #[arg(long)]
     prompt: Option<String>,
@@ -61,8 +66,9 @@ fn prompt_ids(text: &str) -> Result<PromptIds, String> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = Stdout::open()?;
     let sampling = sampling(args.temperature, args.top_k, args.top_p, args.seed);
-    let (_, device) = args.device.open()?;
-    let lm = LanguageModel::load(&args.model_dir, &device)?;
+    let (backend, device) = args.device.open()?;
+    let weights = super::gguf_weights(args.dequantize, backend, &args.device);
+    let lm = LanguageModel::load_with(&args.model, weights, &device)?;
     let prompt = match (&args.prompt, args.prompt_ids) {
         (_, Some(PromptIds(ids))) => ids,
         (Some(text), None) if args.chat => lm.encode_chat(text)?,

@@ -11,12 +11,16 @@ pub mod eval;
 pub mod generate;
 pub mod output;
 pub mod parse;
+pub mod perplexity;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod train;
 pub mod translate;
 
 use std::process::ExitCode;
+
+use attnzoo_backends::{Backend, DeviceArgs, DeviceSpec};
+use attnzoo_models::lm::GgufWeights;
 
 use output::{BrokenPipe, StdoutFailed};
 
@@ -36,4 +40,22 @@ pub fn exit_status(error: &anyhow::Error) -> Option<ExitCode> {
                 .is_some_and(attnzoo::is_environment)
     });
     Some(ExitCode::from(if environment { 1 } else { 2 }))
+}
+
+/// How a GGUF model's weights are held: dequantized when `--dequantize` asks or the device is a
+/// GPU (where multiplying from the blocks is a slow host fallback), else kept in their blocks.
+pub fn gguf_weights(dequantize: bool, backend: Backend, device: &DeviceArgs) -> GgufWeights {
+    let cpu = match backend {
+        Backend::Ndarray | Backend::Flex => true,
+        Backend::Tch => matches!(
+            device.device.parse::<DeviceSpec>(),
+            Ok(DeviceSpec::Default | DeviceSpec::Cpu)
+        ),
+        _ => device.device.parse::<DeviceSpec>() == Ok(DeviceSpec::Cpu),
+    };
+    if dequantize || !cpu {
+        GgufWeights::Dequantized
+    } else {
+        GgufWeights::Quantized
+    }
 }

@@ -157,3 +157,8 @@ pub fn token_ids(text: &str) -> Result<Vec<u32>, String> {
         })
         .collect()
 }
+
+/// A perplexity context, 4 to [`validate::MAX_CONTEXT`] tokens.
+pub fn context(text: &str) -> Result<usize, String> {
+    validate::context(number(text)?)
+}

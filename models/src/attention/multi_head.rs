@@ -34,6 +34,7 @@ use super::scaled_dot::{AttentionInput, ScaledDotProduct, ScaledDotProductConfig
 use crate::error::ensure;
 use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::RotaryEncoding;
+use crate::quant::Project;
 use crate::AttnError;
 
 /// Configuration of [`MultiHead`].
@@ -67,17 +68,18 @@ pub struct MultiHeadConfig {
     pub attention: ScaledDotProductConfig,
 }
 
-/// Multi-head attention with `n_kv_heads` key/value heads.
+/// Multi-head attention with `n_kv_heads` key/value heads; its projections are Burn's `Linear`
+/// unless the model keeps quantized weights ([`Projection`](crate::quant::Projection)).
 #[derive(Module, Debug)]
-pub struct MultiHead {
+pub struct MultiHead<P: Project = Linear> {
     /// `W_Q`: `D → h · d_head`.
-    pub query: Linear,
+    pub query: P,
     /// `W_K`: `D → h_kv · d_head`.
-    pub key: Linear,
+    pub key: P,
     /// `W_V`: `D → h_kv · d_head`.
-    pub value: Linear,
+    pub value: P,
     /// `W_O`: `h · d_head → D`.
-    pub output: Linear,
+    pub output: P,
     /// The per-head attention.
     pub attention: ScaledDotProduct,
     /// QK-norm of the queries (`q_norm`), `[d_head]`.
@@ -289,10 +291,27 @@ impl MultiHeadConfig {
     }
 }
 
-impl MultiHead {
+impl<P: Project> MultiHead<P> {
+    /// The same module with each projection passed through `f` (e.g. into a
+    /// [`Projection`](crate::quant::Projection) that may hold quantized weights).
+    pub fn map_projections<Q: Project>(self, mut f: impl FnMut(P) -> Q) -> MultiHead<Q> {
+        MultiHead {
+            query: f(self.query),
+            key: f(self.key),
+            value: f(self.value),
+            output: f(self.output),
+            attention: self.attention,
+            query_norm: self.query_norm,
+            key_norm: self.key_norm,
+            sinks: self.sinks,
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+        }
+    }
+
     /// Width of one head.
     pub fn d_head(&self) -> usize {
-        self.query.weight.dims()[1] / self.n_heads
+        self.query.d_out() / self.n_heads
     }
 
     /// Attends over the given keys and values.
@@ -311,7 +330,7 @@ impl MultiHead {
         self.validate(&input)?;
         let [batch, q_len, _] = input.query.dims();
         let offset = if cache.fixed { 0 } else { cache.seen };
-        let mut query = self.split_heads(self.query.forward(input.query), self.n_heads);
+        let mut query = self.split_heads(self.query.project(input.query), self.n_heads);
         if let Some(norm) = &self.query_norm {
             query = norm.forward(query);
         }
@@ -321,14 +340,14 @@ impl MultiHead {
         let (key, value, positions) = match (cache.fixed, cache.key.clone(), cache.value.clone()) {
             (true, Some(key), Some(value)) => (key, value, cache.positions.clone()),
             (fixed, cached_key, cached_value) => {
-                let mut key = self.split_heads(self.key.forward(input.key), self.n_kv_heads);
+                let mut key = self.split_heads(self.key.project(input.key), self.n_kv_heads);
                 if let Some(norm) = &self.key_norm {
                     key = norm.forward(key);
                 }
                 if let Some(rotary) = &input.rotary {
                     key = rotary.apply(key, offset)?;
                 }
-                let value = self.split_heads(self.value.forward(input.value), self.n_kv_heads);
+                let value = self.split_heads(self.value.project(input.value), self.n_kv_heads);
                 let k_new = key.dims()[2];
                 let mut positions = if fixed {
                     Vec::new()
@@ -381,7 +400,7 @@ impl MultiHead {
                 .swap_dims(1, 2)
                 .reshape([batch, q_len, self.n_heads * self.d_head()]);
         Ok(MultiHeadOutput {
-            context: self.output.forward(context),
+            context: self.output.project(context),
             weights: output.weights,
         })
     }
@@ -411,7 +430,7 @@ impl MultiHead {
     }
 
     fn validate(&self, input: &MultiHeadInput) -> Result<(), AttnError> {
-        let d_model = self.query.weight.dims()[0];
+        let d_model = self.query.d_in();
         for (name, tensor) in [
             ("query", &input.query),
             ("key", &input.key),

@@ -1,6 +1,7 @@
 //! The `config.json` of a Hugging Face decoder LM, read as `transformers` 4.x writes it
 //! (`rope_theta`, `rope_scaling`) and as 5.x does (`rope_parameters`), for the families
-//! [`CausalLm`](super::CausalLm) builds: `llama`, `mistral`, `qwen2`, `qwen3`, `gemma2` and
+//! [`CausalLm`](super::CausalLm) builds: `llama`, `mistral`, `qwen2`, `qwen3`, `gemma2`,
+//! `gemma3_text` and
 //! `deepseek_v3` with dense layers only.
 //!
 //! Every field is checked where it is read; a missing, mistyped or inconsistent one is an
@@ -29,6 +30,9 @@ pub enum LmFamily {
     /// `gemma2`: `(1 + w)` norms around both blocks, scaled embeddings, GeGLU, soft-capping,
     /// alternating sliding and global layers.
     Gemma2,
+    /// `gemma3_text`: Gemma 2 with QK-norm (`1 + w`), no soft-capping by default, five sliding
+    /// layers to one global, and a RoPE base of its own for the sliding layers.
+    Gemma3,
     /// `deepseek_v3` with dense feed-forward layers: multi-head latent attention.
     DeepseekV3,
 }
@@ -42,10 +46,11 @@ impl LmFamily {
             "qwen2" => LmFamily::Qwen2,
             "qwen3" => LmFamily::Qwen3,
             "gemma2" => LmFamily::Gemma2,
+            "gemma3_text" => LmFamily::Gemma3,
             "deepseek_v3" => LmFamily::DeepseekV3,
             other => {
                 return Err(AttnError::new(format!(
-                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, deepseek_v3)"
+                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, deepseek_v3)"
                 )))
             }
         })
@@ -69,7 +74,8 @@ pub struct LatentWidths {
     pub rope_interleave: bool,
 }
 
-/// Gemma 2's departures from Llama.
+/// Gemma 2's and Gemma 3's departures from Llama: `(1 + w)` norms around both blocks, the
+/// embeddings scaled by `√D`, the query scale, the soft-caps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GemmaSettings {
     /// `query_pre_attn_scalar`: scores are scaled by its `−½` power instead of `d_head^−½`.
@@ -122,6 +128,9 @@ pub struct CausalLmConfig {
     pub rope_theta: f64,
     /// RoPE scaling: `rope_parameters` or `rope_scaling`.
     pub rope_scaling: RopeScaling,
+    /// The RoPE base of the sliding-window layers when it differs from `rope_theta` (Gemma 3's
+    /// `rope_local_base_freq`, or `rope_parameters.sliding_attention`); no scaling there.
+    pub rope_local_theta: Option<f64>,
     /// Fraction of each head rotated (`partial_rotary_factor`, default 1).
     pub partial_rotary_factor: f64,
     /// Biases on the query, key and value projections.
@@ -300,8 +309,8 @@ impl CausalLmConfig {
             rms_norm_eps > 0.0 && rms_norm_eps < 1.0,
             "config.json field rms_norm_eps is {rms_norm_eps}: must be in (0, 1)"
         );
-        let (rope_theta, rope_scaling, partial_rotary_factor) =
-            rope(&fields, max_position_embeddings)?;
+        let (rope_theta, rope_scaling, partial_rotary_factor, rope_local_theta) =
+            rope(&fields, max_position_embeddings, family)?;
         let attention_bias = fields.bool_opt("attention_bias")?.unwrap_or(false);
         let (qkv_bias, output_bias) = match family {
             LmFamily::Qwen2 => (true, false),
@@ -309,12 +318,13 @@ impl CausalLmConfig {
             _ => (attention_bias, attention_bias),
         };
         let mlp_bias = family == LmFamily::Llama && fields.bool_opt("mlp_bias")?.unwrap_or(false);
-        let activation_field = match (family, fields.get("hidden_activation")) {
-            (LmFamily::Gemma2, Some(_)) => "hidden_activation",
+        let is_gemma = matches!(family, LmFamily::Gemma2 | LmFamily::Gemma3);
+        let activation_field = match (is_gemma, fields.get("hidden_activation")) {
+            (true, Some(_)) => "hidden_activation",
             _ => "hidden_act",
         };
         let activation = match fields.str_opt(activation_field)? {
-            None if family == LmFamily::Gemma2 => GatedActivation::GeluTanh,
+            None if is_gemma => GatedActivation::GeluTanh,
             None | Some("silu") | Some("swish") => GatedActivation::Silu,
             Some("gelu_pytorch_tanh") | Some("gelu_new") => GatedActivation::GeluTanh,
             Some(other) => {
@@ -323,21 +333,19 @@ impl CausalLmConfig {
                 )))
             }
         };
-        let tie_word_embeddings = fields
-            .bool_opt("tie_word_embeddings")?
-            .unwrap_or(family == LmFamily::Gemma2);
+        let tie_word_embeddings = fields.bool_opt("tie_word_embeddings")?.unwrap_or(is_gemma);
         let sliding_windows = sliding_windows(&fields, family, num_hidden_layers)?;
         let gemma = match family {
-            LmFamily::Gemma2 => {
+            LmFamily::Gemma2 | LmFamily::Gemma3 => {
                 let query_pre_attn_scalar =
                     fields.f64_opt("query_pre_attn_scalar")?.unwrap_or(256.0);
                 ensure!(
                     query_pre_attn_scalar > 0.0,
                     "config.json field query_pre_attn_scalar is {query_pre_attn_scalar}: must be positive"
                 );
-                let cap = |name: &str, default: f64| -> Result<Option<f64>, AttnError> {
+                let cap = |name: &str, default: Option<f64>| -> Result<Option<f64>, AttnError> {
                     let value = match fields.map.get(name) {
-                        None => Some(default),
+                        None => default,
                         Some(Value::Null) => None,
                         Some(_) => fields.f64_opt(name)?,
                     };
@@ -349,10 +357,13 @@ impl CausalLmConfig {
                     }
                     Ok(value)
                 };
+                // Gemma 2's defaults; Gemma 3 caps nothing unless its config says so.
+                let gemma2 = family == LmFamily::Gemma2;
+                let default = |value: f64| if gemma2 { Some(value) } else { None };
                 Some(GemmaSettings {
                     query_pre_attn_scalar,
-                    attn_logit_softcapping: cap("attn_logit_softcapping", 50.0)?,
-                    final_logit_softcapping: cap("final_logit_softcapping", 30.0)?,
+                    attn_logit_softcapping: cap("attn_logit_softcapping", default(50.0))?,
+                    final_logit_softcapping: cap("final_logit_softcapping", default(30.0))?,
                 })
             }
             _ => None,
@@ -381,11 +392,12 @@ impl CausalLmConfig {
             rms_norm_eps,
             rope_theta,
             rope_scaling,
+            rope_local_theta,
             partial_rotary_factor,
             qkv_bias,
             output_bias,
             mlp_bias,
-            qk_norm: family == LmFamily::Qwen3,
+            qk_norm: matches!(family, LmFamily::Qwen3 | LmFamily::Gemma3),
             activation,
             tie_word_embeddings,
             sliding_windows,
@@ -396,14 +408,67 @@ impl CausalLmConfig {
     }
 }
 
-/// `(rope_theta, scaling, partial_rotary_factor)` from 5.x's `rope_parameters` or 4.x's
-/// `rope_theta` and `rope_scaling`, with `transformers`' defaults.
+/// `(rope_theta, scaling, partial_rotary_factor, local theta)` from 5.x's `rope_parameters`
+/// (one set, or one per layer type as Gemma 3 has them: `full_attention`, `sliding_attention`)
+/// or 4.x's `rope_theta`, `rope_scaling` and Gemma 3's `rope_local_base_freq`, with
+/// `transformers`' defaults.
 fn rope(
     fields: &Fields<'_>,
     max_position_embeddings: usize,
+    family: LmFamily,
+) -> Result<(f64, RopeScaling, f64, Option<f64>), AttnError> {
+    let gemma3 = family == LmFamily::Gemma3;
+    if let Some(Value::Object(by_kind)) = fields.get("rope_parameters") {
+        if let Some(full) = by_kind.get("full_attention") {
+            let global = Map::from_iter([("rope_parameters".to_string(), full.clone())]);
+            let (theta, scaling, partial) = rope_set(
+                &Fields {
+                    map: &global,
+                    prefix: "rope_parameters.full_attention.",
+                },
+                max_position_embeddings,
+                if gemma3 { 1_000_000.0 } else { 10_000.0 },
+            )?;
+            let local = match by_kind.get("sliding_attention") {
+                None => None,
+                Some(local) => {
+                    let local = Map::from_iter([("rope_parameters".to_string(), local.clone())]);
+                    let fields = Fields {
+                        map: &local,
+                        prefix: "rope_parameters.sliding_attention.",
+                    };
+                    let (theta, scaling, _) = rope_set(&fields, max_position_embeddings, 10_000.0)?;
+                    ensure!(
+                        scaling == RopeScaling::None,
+                        "config.json rope_parameters.sliding_attention: only default RoPE is supported on sliding layers"
+                    );
+                    Some(theta)
+                }
+            };
+            return Ok((theta, scaling, partial, local));
+        }
+    }
+    let (theta, scaling, partial) = rope_set(
+        fields,
+        max_position_embeddings,
+        if gemma3 { 1_000_000.0 } else { 10_000.0 },
+    )?;
+    let local = match gemma3 {
+        true => Some(fields.f64_opt("rope_local_base_freq")?.unwrap_or(10_000.0)),
+        false => None,
+    };
+    Ok((theta, scaling, partial, local))
+}
+
+/// One set of RoPE parameters: `(rope_theta, scaling, partial_rotary_factor)`.
+fn rope_set(
+    fields: &Fields<'_>,
+    max_position_embeddings: usize,
+    default_theta: f64,
 ) -> Result<(f64, RopeScaling, f64), AttnError> {
     let (params, prefix) = match (fields.get("rope_parameters"), fields.get("rope_scaling")) {
-        (Some(params), _) => (Some(params), "rope_parameters."),
+        (Some(params), _) if fields.prefix.is_empty() => (Some(params), "rope_parameters."),
+        (Some(params), _) => (Some(params), fields.prefix),
         (None, Some(scaling)) => (Some(scaling), "rope_scaling."),
         (None, None) => (None, ""),
     };
@@ -421,7 +486,7 @@ fn rope(
     let rope = Fields { map, prefix };
     let theta = match rope.f64_opt("rope_theta")? {
         Some(theta) => theta,
-        None => fields.f64_opt("rope_theta")?.unwrap_or(10000.0),
+        None => fields.f64_opt("rope_theta")?.unwrap_or(default_theta),
     };
     ensure!(
         theta > 1.0,
@@ -513,7 +578,9 @@ fn sliding_windows(
             }
         }
         LmFamily::Mistral => fields.usize_opt("sliding_window")?,
-        LmFamily::Gemma2 => Some(fields.usize_opt("sliding_window")?.unwrap_or(4096)),
+        LmFamily::Gemma2 | LmFamily::Gemma3 => {
+            Some(fields.usize_opt("sliding_window")?.unwrap_or(4096))
+        }
     };
     let Some(window) = window else {
         return Ok(vec![None; layers]);
@@ -551,6 +618,14 @@ fn sliding_windows(
         None => match family {
             // Gemma 2: sliding on even layers.
             LmFamily::Gemma2 => (0..layers).map(|i| i % 2 == 0).collect(),
+            // Gemma 3: every `sliding_window_pattern`-th layer global (default 6).
+            LmFamily::Gemma3 => {
+                let pattern = fields
+                    .usize_opt("sliding_window_pattern")?
+                    .unwrap_or(6)
+                    .max(1);
+                (0..layers).map(|i| (i + 1) % pattern != 0).collect()
+            }
             // Qwen: sliding from layer `max_window_layers` on.
             _ => {
                 let from = fields.usize_opt("max_window_layers")?.unwrap_or(28);

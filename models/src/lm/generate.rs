@@ -207,7 +207,7 @@ impl CausalLm {
 impl Generation<'_> {
     /// Runs `ids` through the model after the cache; the last position's logits.
     fn step(&mut self, ids: Vec<i64>) -> Result<Vec<f32>, AttnError> {
-        let device = self.model.embed_tokens.weight.val().device();
+        let device = self.model.device();
         let len = ids.len();
         let input = Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &device);
         let logits = self.model.forward_last(input, None, &mut self.cache)?;

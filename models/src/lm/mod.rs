@@ -1,12 +1,17 @@
 //! Decoder language models from Hugging Face folders — Llama, Mistral, Qwen2, Qwen3, Gemma 2 and
-//! dense DeepSeek-V3 — built only from the zoo's mechanisms ([`crate::attention`],
+//! dense DeepSeek-V3 — and from llama.cpp's GGUF files ([`gguf`]: quantized weights kept in their
+//! blocks or dequantized), built only from the zoo's mechanisms ([`crate::attention`],
 //! [`crate::norm`], [`crate::position`], [`crate::transformer::GatedFeedForward`]), with a KV
 //! cache and token-by-token generation.
 
 pub mod config;
 pub mod generate;
+pub mod gguf;
 pub mod model;
+pub mod perplexity;
 
 pub use config::{CausalLmConfig, GemmaSettings, LatentWidths, LmFamily};
 pub use generate::{argmax, Generation, GenerationConfig, Sampling};
+pub use gguf::{gguf_config, GgufWeights};
 pub use model::{CausalLm, LmAttention, LmCache, LmLayer};
+pub use perplexity::Perplexity;

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::nn::{EmbeddingConfig, LinearConfig};
 use burn::store::{
     FloatCastAdapter, ModuleAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore,
 };
@@ -39,6 +39,7 @@ use crate::error::ensure;
 use crate::finite::non_finite_parameters;
 use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::{RotaryConfig, RotaryEncoding};
+use crate::quant::{Project, Projection, TokenEmbedding};
 use crate::transformer::{GatedFeedForward, GatedFeedForwardConfig};
 use crate::AttnError;
 
@@ -48,7 +49,7 @@ use crate::AttnError;
 #[derive(Module, Debug)]
 pub enum LmAttention {
     /// Grouped-query multi-head attention.
-    MultiHead(MultiHead),
+    MultiHead(MultiHead<Projection>),
     /// DeepSeek's multi-head latent attention.
     Latent(MultiHeadLatent),
 }
@@ -67,7 +68,7 @@ pub struct LmLayer {
     /// Gemma 2: the norm of the feed-forward block's output.
     pub post_feedforward_layernorm: Option<RmsNorm>,
     /// The gated feed-forward block.
-    pub mlp: GatedFeedForward,
+    pub mlp: GatedFeedForward<Projection>,
 }
 
 /// A decoder LM; see the module docs.
@@ -88,15 +89,17 @@ pub struct LmLayer {
 #[derive(Module, Debug)]
 pub struct CausalLm {
     /// Token embeddings `E`, `[vocab, D]`.
-    pub embed_tokens: Embedding,
+    pub embed_tokens: TokenEmbedding,
     /// The decoder layers.
     pub layers: Vec<LmLayer>,
     /// The final norm.
     pub norm: RmsNorm,
     /// The output projection `D → vocab`; `None` when tied to the embeddings.
-    pub lm_head: Option<Linear>,
+    pub lm_head: Option<Projection>,
     /// RoPE of the multi-head layers (`None` for latent attention, which has its own).
     pub rotary: Option<RotaryEncoding>,
+    /// RoPE of the sliding-window layers when its base differs (Gemma 3's local base).
+    pub local_rotary: Option<RotaryEncoding>,
     /// Gemma 2's embedding scale `√D`, as an `f32`.
     #[module(skip)]
     pub embed_scale: Option<f32>,
@@ -187,7 +190,10 @@ impl CausalLmConfig {
                     Some(widths) => {
                         LmAttention::Latent(self.latent_attention(widths, attention, device)?)
                     }
-                    None => LmAttention::MultiHead(self.multi_head(attention, device)?),
+                    None => LmAttention::MultiHead(
+                        self.multi_head(attention, device)?
+                            .map_projections(Projection::from),
+                    ),
                 };
                 let sandwich = self.gemma.is_some();
                 Ok(LmLayer {
@@ -203,20 +209,34 @@ impl CausalLmConfig {
                     mlp: GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
                         .with_activation(self.activation)
                         .with_bias(self.mlp_bias)
-                        .try_init(device)?,
+                        .try_init(device)?
+                        .map_projections(Projection::from),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CausalLm {
-            embed_tokens: EmbeddingConfig::new(self.vocab_size, self.hidden_size).init(device),
+            embed_tokens: TokenEmbedding::Dense(
+                EmbeddingConfig::new(self.vocab_size, self.hidden_size).init(device),
+            ),
             layers,
             norm: norm(self.hidden_size)?,
             lm_head: (!self.tie_word_embeddings).then(|| {
-                LinearConfig::new(self.hidden_size, self.vocab_size)
-                    .with_bias(false)
-                    .init(device)
+                Projection::Dense(
+                    LinearConfig::new(self.hidden_size, self.vocab_size)
+                        .with_bias(false)
+                        .init(device),
+                )
             }),
             rotary,
+            local_rotary: match (self.rope_local_theta, &self.latent) {
+                (Some(base), None) => Some(
+                    RotaryConfig::new(self.head_dim)
+                        .with_base(base)
+                        .with_partial_rotary_factor(self.partial_rotary_factor)
+                        .try_init()?,
+                ),
+                _ => None,
+            },
             embed_scale: self
                 .gemma
                 .as_ref()
@@ -240,10 +260,11 @@ impl CausalLmConfig {
             .with_d_head(Some(self.head_dim))
             .with_bias(self.qkv_bias)
             .with_output_bias(Some(self.output_bias))
-            .with_qk_norm(
-                self.qk_norm
-                    .then(|| RmsNormConfig::new(self.head_dim).with_epsilon(self.rms_norm_eps)),
-            )
+            .with_qk_norm(self.qk_norm.then(|| {
+                RmsNormConfig::new(self.head_dim)
+                    .with_epsilon(self.rms_norm_eps)
+                    .with_unit_offset(self.gemma.is_some())
+            }))
             .with_attention(attention)
             .try_init(device)
     }
@@ -382,13 +403,12 @@ impl CausalLm {
         };
         // The device from the parameter without materialising it (`try_init`'s parameters are
         // lazy): loading holds no second copy of the model (docs/MEASUREMENTS.md, Language models).
-        let float: DType = self
-            .embed_tokens
-            .weight
-            .lazy_device()
-            .settings()
-            .float_dtype
-            .into();
+        let TokenEmbedding::Dense(embedding) = &self.embed_tokens else {
+            return Err(AttnError::new(
+                "load_weights reads float weights into a model built by CausalLmConfig::try_init",
+            ));
+        };
+        let float: DType = embedding.weight.lazy_device().settings().float_dtype.into();
         let mut applied = BTreeSet::new();
         let mut missing = Vec::new();
         let mut problems = Vec::new();
@@ -443,9 +463,14 @@ impl CausalLm {
         Ok(())
     }
 
+    /// The device the model's parameters are on.
+    pub fn device(&self) -> Device {
+        self.norm.weight.val().device()
+    }
+
     /// Vocabulary size.
     pub fn vocab_size(&self) -> usize {
-        self.embed_tokens.weight.dims()[0]
+        self.embed_tokens.dims()[0]
     }
 
     /// An empty cache for a batch of sequences.
@@ -506,7 +531,7 @@ impl CausalLm {
     }
 
     /// The final norm's output, `[B, T, D]`, and each layer's weights when asked for.
-    fn hidden(
+    pub(super) fn hidden(
         &self,
         input_ids: Tensor<2, Int>,
         padding: Option<Tensor<2, Bool>>,
@@ -572,7 +597,12 @@ impl CausalLm {
                     let start = kv.seen() - kv.len();
                     let end = kv.seen() + len;
                     let mut input = MultiHeadInput::self_attn(normed);
-                    if let Some(rotary) = &self.rotary {
+                    let sliding = matches!(mha.attention.pattern, KeyPattern::Window { .. });
+                    let rotary = match &self.local_rotary {
+                        Some(local) if sliding => Some(local),
+                        _ => self.rotary.as_ref(),
+                    };
+                    if let Some(rotary) = rotary {
                         input = input.rotary(rotary.clone());
                     }
                     if let Some(padding) = &all_padding {
@@ -629,17 +659,10 @@ impl CausalLm {
     }
 
     /// `hidden [B, T, D]` → `[B, T, vocab]`, soft-capped for Gemma 2.
-    fn logits(&self, hidden: Tensor<3>) -> Tensor<3> {
+    pub(super) fn logits(&self, hidden: Tensor<3>) -> Tensor<3> {
         let logits = match &self.lm_head {
-            Some(head) => head.forward(hidden),
-            None => {
-                let [batch, len, width] = hidden.dims();
-                let embedding = self.embed_tokens.weight.val(); // [vocab, D]
-                hidden
-                    .reshape([batch * len, width])
-                    .matmul(embedding.transpose())
-                    .reshape([batch, len, self.vocab_size()])
-            }
+            Some(head) => head.project(hidden),
+            None => self.embed_tokens.attend(hidden),
         };
         match self.final_softcap {
             Some(cap) => softcap(logits, cap),

@@ -17,6 +17,7 @@ use burn::tensor::activation::silu;
 use burn::tensor::{Device, Tensor};
 
 use crate::error::ensure;
+use crate::quant::Project;
 use crate::AttnError;
 
 /// The gate's non-linearity.
@@ -62,13 +63,13 @@ pub struct GatedFeedForwardConfig {
 
 /// `down_proj(act(gate_proj(x)) ⊙ up_proj(x))`.
 #[derive(Module, Debug)]
-pub struct GatedFeedForward {
+pub struct GatedFeedForward<P: Project = Linear> {
     /// `W_gate`: `d_model → d_ff`.
-    pub gate_proj: Linear,
+    pub gate_proj: P,
     /// `W_up`: `d_model → d_ff`.
-    pub up_proj: Linear,
+    pub up_proj: P,
     /// `W_down`: `d_ff → d_model`.
-    pub down_proj: Linear,
+    pub down_proj: P,
     /// The gate's non-linearity.
     #[module(skip)]
     pub activation: GatedActivation,
@@ -100,15 +101,26 @@ impl GatedFeedForwardConfig {
     }
 }
 
-impl GatedFeedForward {
+impl<P: Project> GatedFeedForward<P> {
+    /// The same module with each projection passed through `f` (e.g. into a
+    /// [`Projection`](crate::quant::Projection) that may hold quantized weights).
+    pub fn map_projections<Q: Project>(self, mut f: impl FnMut(P) -> Q) -> GatedFeedForward<Q> {
+        GatedFeedForward {
+            gate_proj: f(self.gate_proj),
+            up_proj: f(self.up_proj),
+            down_proj: f(self.down_proj),
+            activation: self.activation,
+        }
+    }
+
     /// `x [.., d_model]` → `[.., d_model]`.
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        let gate = self.gate_proj.forward(x.clone());
+        let gate = self.gate_proj.project(x.clone());
         let gate = match self.activation {
             GatedActivation::Silu => silu(gate),
             GatedActivation::GeluTanh => gelu_tanh(gate),
         };
-        self.down_proj.forward(gate * self.up_proj.forward(x))
+        self.down_proj.project(gate * self.up_proj.project(x))
     }
 }
 

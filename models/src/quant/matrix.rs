@@ -1,0 +1,223 @@
+//! A weight matrix kept in its GGUF blocks, and the products that read it without a float copy.
+//!
+//! `W [rows, cols]` (PyTorch's `[out, in]`: GGUF's `ne = [cols, rows]`), each row a run of
+//! whole blocks. `y = x Wᵀ` for `x [n, cols]`:
+//! - few rows of `x` (decoding): each block is dequantized once into a register-sized buffer and
+//!   dotted with every row of `x`; the rows of `W` are spread over the threads;
+//! - many (a prompt): `W` is dequantized a tile of rows at a time and the tile multiplied as
+//!   floats, so no whole float copy of `W` is ever held.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::dot::{dot_row, sums_of_16};
+use super::GgmlType;
+use crate::error::ensure;
+use crate::AttnError;
+
+/// The bytes a matrix reads from: a mapped file or a buffer.
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A quantized matrix; see the module docs.
+#[derive(Clone)]
+pub struct QuantMatrix {
+    bytes: SharedBytes,
+    range: Range<usize>,
+    /// The block type.
+    pub ggml_type: GgmlType,
+    /// Rows (output features).
+    pub rows: usize,
+    /// Columns (input features), a multiple of the type's block.
+    pub cols: usize,
+}
+
+impl fmt::Debug for QuantMatrix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "QuantMatrix({} [{}, {}])",
+            self.ggml_type.name(),
+            self.rows,
+            self.cols
+        )
+    }
+}
+
+impl QuantMatrix {
+    /// The matrix in `bytes[range]`, checked to hold exactly `rows × cols` elements of its type.
+    pub fn new(
+        bytes: SharedBytes,
+        range: Range<usize>,
+        ggml_type: GgmlType,
+        rows: usize,
+        cols: usize,
+    ) -> Result<QuantMatrix, AttnError> {
+        let qk = ggml_type.block_elements();
+        ensure!(
+            cols % qk == 0,
+            "a {} matrix needs rows of whole blocks of {qk}, not {cols}",
+            ggml_type.name()
+        );
+        let expected = rows
+            .checked_mul(cols / qk)
+            .and_then(|blocks| blocks.checked_mul(ggml_type.block_bytes()));
+        ensure!(
+            expected == Some(range.len()) && range.end <= (*bytes).as_ref().len(),
+            "a {} matrix [{rows}, {cols}] does not fit its {} bytes",
+            ggml_type.name(),
+            range.len()
+        );
+        Ok(QuantMatrix {
+            bytes,
+            range,
+            ggml_type,
+            rows,
+            cols,
+        })
+    }
+
+    fn row_bytes(&self) -> usize {
+        self.cols / self.ggml_type.block_elements() * self.ggml_type.block_bytes()
+    }
+
+    fn row(&self, r: usize) -> &[u8] {
+        let n = self.row_bytes();
+        let start = self.range.start + r * n;
+        &(*self.bytes).as_ref()[start..start + n]
+    }
+
+    /// Rows `rows` as floats, `[rows.len(), cols]` row-major.
+    pub fn dequantize_rows(&self, rows: Range<usize>) -> Vec<f32> {
+        let mut out = vec![0.0; rows.len() * self.cols];
+        out.par_chunks_mut(self.cols)
+            .zip(rows)
+            .for_each(|(values, r)| self.ggml_type.dequantize(self.row(r), values));
+        out
+    }
+
+    /// The rows of `ids` as floats, `[ids.len(), cols]` (an embedding lookup).
+    pub fn gather_rows(&self, ids: &[usize]) -> Vec<f32> {
+        let mut out = vec![0.0; ids.len() * self.cols];
+        for (values, &r) in out.chunks_mut(self.cols).zip(ids) {
+            self.ggml_type.dequantize(self.row(r), values);
+        }
+        out
+    }
+
+    /// `y = x Wᵀ`: `x [n, cols]` row-major → `[n, rows]`, each row of `W` read from its blocks
+    /// once for the `n` rows of `x` (for small `n`); the rows of `W` are spread over the threads.
+    pub fn matmul_small(&self, x: &[f32], n: usize) -> Vec<f32> {
+        debug_assert_eq!(x.len(), n * self.cols);
+        let x16: Vec<Vec<f32>> = x.chunks(self.cols).map(sums_of_16).collect();
+        // [rows, n], transposed at the end (n is small).
+        let mut by_row = vec![0.0f32; self.rows * n];
+        let chunk = (self.rows / (rayon::current_num_threads() * 4)).clamp(16, 1024);
+        by_row
+            .par_chunks_mut(chunk * n)
+            .enumerate()
+            .for_each(|(c, sums)| {
+                let mut buffer = Vec::new();
+                for (i, sums) in sums.chunks_mut(n).enumerate() {
+                    let row = self.row(c * chunk + i);
+                    for (t, sum) in sums.iter_mut().enumerate() {
+                        let x = &x[t * self.cols..(t + 1) * self.cols];
+                        *sum = match dot_row(self.ggml_type, row, x, &x16[t]) {
+                            Some(sum) => sum,
+                            None => {
+                                buffer.resize(self.cols, 0.0);
+                                self.ggml_type.dequantize(row, &mut buffer);
+                                dot(&buffer, x)
+                            }
+                        };
+                    }
+                }
+            });
+        let mut out = vec![0.0; n * self.rows];
+        for (r, sums) in by_row.chunks(n).enumerate() {
+            for (t, &sum) in sums.iter().enumerate() {
+                out[t * self.rows + r] = sum;
+            }
+        }
+        out
+    }
+}
+
+/// `Σ aᵢ bᵢ` over equal lengths, a multiple of 16 or not, in 16 lanes.
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    let (a16, b16) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (a_rest, b_rest) = (a16.remainder(), b16.remainder());
+    for (a, b) in a16.zip(b16) {
+        for k in 0..16 {
+            lanes[k] += a[k] * b[k];
+        }
+    }
+    let mut sum: f32 = lanes.iter().sum();
+    for (a, b) in a_rest.iter().zip(b_rest) {
+        sum += a * b;
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::GgufFile;
+
+    /// The products from the blocks equal the dequantized matrix's, for every block type of
+    /// tests/fixtures/gguf/quants.gguf and 1 and 3 rows of `x` (the float types, whose edge
+    /// values there overflow a sum, are multiplied as floats by the models).
+    #[test]
+    fn products_from_the_blocks_equal_the_dequantized_ones() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/gguf/quants.gguf"
+        );
+        let file = GgufFile::open(path.as_ref()).unwrap();
+        let blocks = file
+            .tensors
+            .iter()
+            .filter(|t| !t.name.ends_with(".dequantized") && t.ggml_type.block_elements() > 1);
+        for info in blocks {
+            let [cols, rows] = [info.dims[0], info.dims[1]];
+            let map: SharedBytes = file.map().clone();
+            let matrix = QuantMatrix::new(
+                map,
+                info.start..info.start + info.len,
+                info.ggml_type,
+                rows,
+                cols,
+            )
+            .unwrap();
+            let w = matrix.dequantize_rows(0..rows);
+            for n in [1, 3] {
+                let x: Vec<f32> = (0..n * cols)
+                    .map(|i| ((i * 7919) % 13) as f32 / 6.0 - 1.0)
+                    .collect();
+                let y = matrix.matmul_small(&x, n);
+                for t in 0..n {
+                    for r in 0..rows {
+                        let xs = &x[t * cols..(t + 1) * cols];
+                        let ws = &w[r * cols..(r + 1) * cols];
+                        let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
+                        let scale: f64 = xs
+                            .iter()
+                            .zip(ws)
+                            .map(|(a, b)| (*a as f64 * *b as f64).abs())
+                            .sum();
+                        let got = y[t * rows + r] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-5 * scale.max(1.0),
+                            "{} row {r} x {t}: {got} vs {want}",
+                            info.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

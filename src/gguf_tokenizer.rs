@@ -56,8 +56,7 @@
 //! no tested text differs, but an exotic one could split differently.
 //!
 //! The metadata is untrusted: an unsupported model, an id out of range, a malformed merge, a
-//! merge of tokens not in the vocabulary or a NaN score is an [`Error::Input`](crate::Error::Input),
-//! never a panic.
+//! merge of tokens not in the vocabulary or a NaN score is an [`Error::Input`], never a panic.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -36,6 +36,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = Stdout::open()?;
     let text = std::fs::read_to_string(&args.text)
         .map_err(|error| attnzoo::Error::read(&args.text, error))?;
+    // As llama-perplexity reads -f: one trailing newline dropped.
+    let text = text.strip_suffix('\n').unwrap_or(&text);
     let (backend, device) = args.device.open()?;
     let weights = super::gguf_weights(args.dequantize, backend, &args.device);
     let lm = LanguageModel::load_with(&args.model, weights, &device)?;
@@ -46,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .progress_chars("#>-"),
     );
     let result = lm
-        .perplexity(&text, args.context, |so_far, chunks| {
+        .perplexity(text, args.context, |so_far, chunks| {
             bar.set_length(chunks as u64);
             bar.set_position(so_far.chunks as u64);
             bar.set_message(format!("PPL {:.4}", so_far.value()));

@@ -597,9 +597,9 @@ fn every_tiny_gguf_file_matches_transformers_dequantized_and_from_its_blocks() {
                 let whole = to_vec(lm.forward(tensor(&prompt), None, &mut lm.cache()).unwrap());
                 let mut cache = lm.cache();
                 let mut stepped = Vec::new();
-                for t in 0..len {
+                for &id in &prompt {
                     let one = Tensor::<2, Int>::from_data(
-                        TensorData::new(vec![prompt[t] as i64], [1, 1]),
+                        TensorData::new(vec![id as i64], [1, 1]),
                         &test.device,
                     );
                     stepped.extend(to_vec(lm.forward(one, None, &mut cache).unwrap()));

@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })
         .with_context(|| format!("perplexity of {}", args.text.display()))?;
     bar.finish_and_clear();
-    out.line(&format!(
+    out.line(format!(
         "perplexity {:.4} over {} tokens ({} chunks of {})",
         result.value(),
         result.tokens,

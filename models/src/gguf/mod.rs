@@ -328,7 +328,7 @@ impl GgufFile {
             for _ in 0..n_dims {
                 let dim = reader.u64(&name)?;
                 ensure!(
-                    dim >= 1 && dim <= (1 << 40),
+                    (1..=(1 << 40)).contains(&dim),
                     "bad GGUF file: tensor {name} has a dimension of {dim}"
                 );
                 dims.push(dim as usize);

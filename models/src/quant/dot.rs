@@ -5,6 +5,9 @@
 //! (`x_sums`, one per 16 elements). The result equals the dequantized row's dot product up to
 //! rounding (the products are grouped differently).
 
+// The loops index several arrays by the block layout's own arithmetic: indices read as the format.
+#![allow(clippy::needless_range_loop)]
+
 use super::blocks::{half, k_scale_min, GgmlType};
 
 /// Sums of `x` over each run of 16 elements.

@@ -28,11 +28,13 @@ log=$(mktemp)
 for target in "${targets[@]}"; do
   if $fresh; then work=$(mktemp -d); else work=$ATTNZOO_CACHE/fuzz-corpus/$target; fi
   mkdir -p "$work"
+  # A GGUF file holds a model: its seeds (whole tiny models) are tens of kilobytes.
+  max_len=8192; [ "$target" = gguf ] && max_len=131072
   echo "== fuzz $target for $seconds s"
   status=0
   cargo +nightly fuzz run "${flags[@]}" "$target" "$work" "corpus/$target" -- \
     -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-    -max_len=8192 -len_control=0 -print_final_stats=1 >"$log" 2>&1 || status=$?
+    -max_len="$max_len" -len_control=0 -print_final_stats=1 >"$log" 2>&1 || status=$?
   # libFuzzer's progress lines and the library's own notes left out.
   grep -a -v -e '^#[0-9]' -e '^warning: sentence' "$log" | tail -n 60 || true
   ! $fresh || rm -rf "$work"

@@ -29,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
         Err(error) => one_line(error.to_string()),
         Ok(lm) => {
             let prompt = [0u32, 1, 2];
-            if let Err(error) = lm.generate(&prompt, &GenerationConfig::greedy(2), |_, _| Ok(())) {
+            let on_token = |_: u32, _: &str| Ok::<(), attnzoo::Error>(());
+            if let Err(error) = lm.generate(&prompt, &GenerationConfig::greedy(2), on_token) {
                 one_line(error.to_string());
             }
         }

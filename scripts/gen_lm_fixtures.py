@@ -4,11 +4,13 @@ outputs, for tests/lm.rs (issue 49).
 
 Run with the reference venv (torch 2.9.0, transformers 5.x):
 
-    ~/.cache/attnzoo/ref-venv/bin/python scripts/gen_lm_fixtures.py [OUT_DIR]
+    ~/.cache/attnzoo/ref-venv/bin/python scripts/gen_lm_fixtures.py [OUT_DIR] [--case NAME ...]
 
-OUT_DIR defaults to tests/fixtures/lm. Each case is a folder <name>/ with what a Hugging Face
-checkpoint has (config.json, generation_config.json, model.safetensors or shards and their
-index, for some tokenizer.json and tokenizer_config.json) and:
+OUT_DIR defaults to tests/fixtures/lm; `--case` (repeatable) writes only the named cases (each
+case's seeds depend on its place in the full list, so one case alone comes out the same). Each
+case is a folder <name>/ with what a Hugging Face checkpoint has (config.json,
+generation_config.json, model.safetensors or shards and their index, for some tokenizer.json and
+tokenizer_config.json) and:
 
 - reference.safetensors: `input_ids` [B, T] (int64, left-padded with 0), `attention_mask` [B, T]
   (int64, 1 = token), `logits` [B, T, vocab] (float32) of one forward pass over that padded batch
@@ -25,11 +27,11 @@ logits spread out and soft-caps and windows matter; the models are reloaded from
 before the references are computed, so a bf16 folder is compared at its rounded weights.
 """
 
+import argparse
 import json
 import math
 import os
 import shutil
-import sys
 
 import torch
 from safetensors.torch import save_file
@@ -38,6 +40,7 @@ from transformers import (
     AutoModelForCausalLM,
     DeepseekV3Config,
     Gemma2Config,
+    Gemma3TextConfig,
     GenerationConfig,
     LlamaConfig,
     MistralConfig,
@@ -46,7 +49,7 @@ from transformers import (
     Qwen3Config,
 )
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "lm")
+DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "lm")
 VOCAB = 67
 NEW_TOKENS = 32
 CHARS = " abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.,!?'<>|"
@@ -107,6 +110,18 @@ def cases():
                                          qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=5,
                                          max_position_embeddings=64, rope_parameters=rope("default"),
                                          **common), {}),
+        # Gemma 3 (text): QK-norm, 7 layers so that the default pattern (every 6th layer global)
+        # gives sliding layers on both sides of a global one, a window shorter than the prompts,
+        # one RoPE base per layer type (5.x's rope_parameters keyed by layer type), a
+        # query_pre_attn_scalar other than head_dim, and no soft-caps (Gemma 3's default). Untied:
+        # with tied embeddings (and no final soft-cap) these random weights only ever repeat the
+        # last prompt token, which would make the greedy comparison say little.
+        ("gemma3", Gemma3TextConfig(hidden_size=36, intermediate_size=46, num_attention_heads=4, head_dim=10,
+                                    num_key_value_heads=2, max_position_embeddings=64, sliding_window=5,
+                                    query_pre_attn_scalar=24, tie_word_embeddings=False,
+                                    rope_parameters={"full_attention": rope("default", rope_theta=100000.0),
+                                                     "sliding_attention": rope("default", rope_theta=1000.0)},
+                                    **{**common, "num_hidden_layers": 7}), {"tokenizer": True}),
     ]
 
 
@@ -115,7 +130,7 @@ def randomise(model, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1 and ("norm" in name):
-                base = 0.0 if isinstance(model.config, Gemma2Config) else 1.0
+                base = 0.0 if isinstance(model.config, (Gemma2Config, Gemma3TextConfig)) else 1.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=g))
             elif p.dim() == 1:
                 p.copy_(0.2 * torch.randn(p.shape, generator=g))
@@ -166,8 +181,17 @@ def greedy(model, prompt):
 
 
 def main():
+    all_cases = cases()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default=DEFAULT_OUT, metavar="OUT_DIR")
+    parser.add_argument("--case", action="append", choices=[name for name, _, _ in all_cases],
+                        help="write only this case (repeatable; default: all)")
+    args = parser.parse_args()
+    OUT = args.out
     os.makedirs(OUT, exist_ok=True)
-    for index, (name, config, options) in enumerate(cases()):
+    for index, (name, config, options) in enumerate(all_cases):
+        if args.case and name not in args.case:
+            continue
         folder = os.path.join(OUT, name)
         shutil.rmtree(folder, ignore_errors=True)
         config._attn_implementation = "eager"

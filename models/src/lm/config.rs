@@ -360,9 +360,16 @@ impl CausalLmConfig {
                 // Gemma 2's defaults; Gemma 3 caps nothing unless its config says so.
                 let gemma2 = family == LmFamily::Gemma2;
                 let default = |value: f64| if gemma2 { Some(value) } else { None };
+                ensure!(
+                    !(family == LmFamily::Gemma3
+                        && fields.bool_opt("use_bidirectional_attention")? == Some(true)),
+                    "config.json use_bidirectional_attention true (an encoder's Gemma 3) is not supported"
+                );
+                // transformers' Gemma3Attention never passes its soft-cap on: none for Gemma 3.
+                let attention_cap = cap("attn_logit_softcapping", default(50.0))?;
                 Some(GemmaSettings {
                     query_pre_attn_scalar,
-                    attn_logit_softcapping: cap("attn_logit_softcapping", default(50.0))?,
+                    attn_logit_softcapping: attention_cap.filter(|_| gemma2),
                     final_logit_softcapping: cap("final_logit_softcapping", default(30.0))?,
                 })
             }

@@ -17,6 +17,7 @@
 //! ([`crate::quant`]; the file stays mapped and only `W_Q`, `W_K` of `llama` files are copied,
 //! to undo the permutation).
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -76,12 +77,32 @@ pub fn gguf_config(file: &GgufFile) -> Result<CausalLmConfig, AttnError> {
     };
     set("model_type", json!(model_type));
     set("vocab_size", json!(embedding.dims[1]));
-    set("hidden_size", json!(file.usize(&key("embedding_length"))?));
+    // The model is built from the metadata's sizes before a tensor is read, and some of what it
+    // allocates is sized by them (the norms, RoPE's frequencies, a window per layer): each is
+    // checked against the tensors first, so that none is an unchecked number.
+    let width = file.usize(&key("embedding_length"))?;
+    ensure!(
+        width == embedding.dims[0],
+        "GGUF metadata {} is {width}, but tensor token_embd.weight is {} wide",
+        key("embedding_length"),
+        embedding.dims[0]
+    );
+    set("hidden_size", json!(width));
     set(
         "intermediate_size",
         json!(file.usize(&key("feed_forward_length"))?),
     );
-    set("num_hidden_layers", json!(file.usize(&key("block_count"))?));
+    let layers = file.usize(&key("block_count"))?;
+    let names: HashSet<&str> = file.tensors.iter().map(|t| t.name.as_str()).collect();
+    if let Some(n) =
+        (0..layers).find(|n| !names.contains(format!("blk.{n}.attn_norm.weight").as_str()))
+    {
+        return Err(AttnError::new(format!(
+            "GGUF metadata {} is {layers}, but the file has no tensor blk.{n}.attn_norm.weight",
+            key("block_count")
+        )));
+    }
+    set("num_hidden_layers", json!(layers));
     let heads = file.usize(&key("attention.head_count"))?;
     set("num_attention_heads", json!(heads));
     set(
@@ -155,8 +176,23 @@ pub fn gguf_config(file: &GgufFile) -> Result<CausalLmConfig, AttnError> {
     if let Some(eos) = file.usize_opt("tokenizer.ggml.eos_token_id")? {
         set("eos_token_id", json!(eos));
     }
-    CausalLmConfig::from_json(&Value::Object(config).to_string())
-        .map_err(|error| AttnError::new(format!("GGUF metadata: {error}")))
+    let config = CausalLmConfig::from_json(&Value::Object(config).to_string())
+        .map_err(|error| AttnError::new(format!("GGUF metadata: {error}")))?;
+    // The heads' width (the QK-norms', RoPE's), by the first layer's W_Q.
+    let name = "blk.0.attn_q.weight";
+    let query = file
+        .tensor(name)
+        .ok_or_else(|| AttnError::new(format!("GGUF file has no tensor {name}")))?;
+    let (heads, head_dim) = (config.num_attention_heads, config.head_dim);
+    ensure!(
+        heads
+            .checked_mul(head_dim)
+            .is_some_and(|rows| query.dims == [config.hidden_size, rows]),
+        "GGUF tensor {name} has shape {:?}, not the metadata's [{}, {heads} heads × {head_dim}]",
+        query.dims,
+        config.hidden_size
+    );
+    Ok(config)
 }
 
 /// Reads tensors of one file into modules.
@@ -460,6 +496,59 @@ impl CausalLm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
+
+    /// tests/fixtures/gguf/qwen3.gguf with the `UINT32` metadata `key` set to `value`.
+    fn qwen3_with(key: &str, value: u32) -> Vec<u8> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/gguf/qwen3.gguf"
+        );
+        let mut bytes = std::fs::read(path).unwrap();
+        let mut needle = (key.len() as u64).to_le_bytes().to_vec();
+        needle.extend(key.as_bytes());
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap()
+            + needle.len();
+        assert_eq!(bytes[at..at + 4], 4u32.to_le_bytes(), "{key} is a UINT32");
+        bytes[at + 4..at + 8].copy_from_slice(&value.to_le_bytes());
+        bytes
+    }
+
+    /// The fuzz target `gguf` found these (fuzz/corpus/gguf/qwen3_*_huge): the model was built
+    /// from the metadata's sizes before any tensor was read, a window per layer (a 64 GiB
+    /// allocation, an abort) and the norms and RoPE's frequencies (gigabytes) among it.
+    #[test]
+    fn sizes_the_tensors_do_not_hold_are_refused_before_allocating() {
+        for (key, value, expected) in [
+            (
+                "qwen3.block_count",
+                u32::MAX,
+                "no tensor blk.2.attn_norm.weight",
+            ),
+            (
+                "qwen3.embedding_length",
+                0x7fff_fff0,
+                "token_embd.weight is 24 wide",
+            ),
+            (
+                "qwen3.attention.key_length",
+                0xffff_fff0,
+                "blk.0.attn_q.weight has shape",
+            ),
+        ] {
+            let mut file = tempfile::NamedTempFile::new().unwrap();
+            file.write_all(&qwen3_with(key, value)).unwrap();
+            let gguf = GgufFile::open(file.path()).unwrap();
+            let error = gguf_config(&gguf).unwrap_err().to_string();
+            assert!(
+                error.contains(expected) && !error.contains('\n'),
+                "{key}: {error}"
+            );
+        }
+    }
 
     /// `LlamaModel.permute` of convert_hf_to_gguf.py, applied to row indices: its inverse.
     #[test]

@@ -517,9 +517,10 @@ mod tests {
         bytes
     }
 
-    /// The fuzz target `gguf` found these (fuzz/corpus/gguf/qwen3_*_huge): the model was built
-    /// from the metadata's sizes before any tensor was read, a window per layer (a 64 GiB
-    /// allocation, an abort) and the norms and RoPE's frequencies (gigabytes) among it.
+    /// Inputs the fuzz target `gguf` failed on (fuzz/corpus/gguf/qwen3_*_huge, written from
+    /// qwen3.gguf after reading the loader): the model was built from the metadata's sizes
+    /// before any tensor was read, a window per layer (a 64 GiB allocation, an abort) and the
+    /// norms and RoPE's frequencies (past 2 GiB resident) among it.
     #[test]
     fn sizes_the_tensors_do_not_hold_are_refused_before_allocating() {
         for (key, value, expected) in [

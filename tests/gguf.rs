@@ -175,8 +175,9 @@ fn cpu_devices() -> Vec<attnzoo_backends::TestDevice> {
 }
 
 /// Both real files, each way of holding the weights: the four chat prompts' logits at every
-/// position within [`logit_tolerance`] of transformers' (on a 512-id subset of the vocabulary), and
-/// the greedy continuation (up to 40 tokens, stopping at the file's end-of-sequence token) equal.
+/// position within [`logit_tolerance`] of transformers' (on a 512-id subset of the vocabulary);
+/// dequantized, the greedy continuation (up to 40 tokens, stopping at the file's end-of-sequence
+/// token) equal.
 #[test]
 fn real_files_match_transformers_logits_and_greedy_ids() {
     use attnzoo_models::lm::{CausalLm, GenerationConfig, GgufWeights};
@@ -213,6 +214,13 @@ fn real_files_match_transformers_logits_and_greedy_ids() {
                         for (&id, &want) in subset.iter().zip(row) {
                             worst = worst.max((logits[t * vocab + id] - want).abs());
                         }
+                    }
+                    if weights == GgufWeights::Quantized {
+                        // Its decoding steps quantize the activations to 8 bits, as llama.cpp
+                        // does, and follow llama.cpp where the continuations part (SmolLM2's first
+                        // prompt: "L'Étoile, …" in both, not "The capital …"): held to the
+                        // perplexity test's criteria instead.
+                        continue;
                     }
                     let greedy: Vec<u32> = lm
                         .generate(&ids, &GenerationConfig::greedy(40))

@@ -31,6 +31,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::scaled_dot::{AttentionInput, ScaledDotProduct, ScaledDotProductConfig};
+use super::KeyPattern;
 use crate::error::ensure;
 use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::RotaryEncoding;
@@ -368,8 +369,27 @@ impl<P: Project> MultiHead<P> {
             }
         };
         let k_len = key.dims()[2];
-        let mut attend = AttentionInput::new(query, self.repeat_kv(key), self.repeat_kv(value))
-            .query_offset(offset);
+        // One new query per head, keys shared by a group of heads, every key visible to it (full
+        // or causal): the group's queries become rows of their key/value head, and the keys are
+        // read once instead of copied per query head (decoding's largest copy).
+        let group = self.n_heads / self.n_kv_heads;
+        let fold = q_len == 1
+            && group > 1
+            && matches!(
+                self.attention.pattern,
+                KeyPattern::Full | KeyPattern::Causal
+            )
+            && self.sinks.is_none()
+            && input.mask.is_none()
+            && input.head_bias.is_none()
+            && !input.need_weights;
+        let (query, key, value) = if fold {
+            let query = query.reshape([batch, self.n_kv_heads, group, self.d_head()]);
+            (query, key, value)
+        } else {
+            (query, self.repeat_kv(key), self.repeat_kv(value))
+        };
+        let mut attend = AttentionInput::new(query, key, value).query_offset(offset);
         if positions.iter().copied().ne(0..k_len) {
             attend = attend.key_positions(positions);
         }
@@ -394,11 +414,16 @@ impl<P: Project> MultiHead<P> {
             attend = attend.with_weights();
         }
         let output = self.attention.forward(attend)?;
-        let context =
+        let context = if fold {
+            output
+                .context
+                .reshape([batch, q_len, self.n_heads * self.d_head()])
+        } else {
             output
                 .context
                 .swap_dims(1, 2)
-                .reshape([batch, q_len, self.n_heads * self.d_head()]);
+                .reshape([batch, q_len, self.n_heads * self.d_head()])
+        };
         Ok(MultiHeadOutput {
             context: self.output.project(context),
             weights: output.weights,

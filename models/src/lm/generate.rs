@@ -210,7 +210,8 @@ impl Generation<'_> {
         let device = self.model.device();
         let len = ids.len();
         let input = Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &device);
-        let logits = self.model.forward_last(input, None, &mut self.cache)?;
+        let (model, cache) = (self.model, &mut self.cache);
+        let logits = rayon::scope(|_| model.forward_last(input, None, cache))?;
         logits
             .into_data()
             .convert::<f32>()

@@ -1,258 +1,519 @@
-//! `Σⱼ wⱼ xⱼ` over one row of blocks, straight from the blocks: the inner loop of a quantized
-//! product when decoding. Each type's loop is written so that the compiler vectorises it (16
-//! lanes of f32 that accumulate over the whole row, one horizontal sum at the end); a block's
-//! minimum term uses the sum of `x` over the block (or sub-block), computed once per row of `x`
-//! (`x_sums`, one per 16 elements). The result equals the dequantized row's dot product up to
-//! rounding (the products are grouped differently).
+//! `Σⱼ wⱼ xⱼ` over one row of blocks, straight from the blocks, as llama.cpp multiplies when
+//! decoding (its `ggml_vec_dot_*` kernels): `x` is quantized once per product to 8 bits in blocks
+//! of 32 ([`Q8Row`]: `x ≈ d_x q_x`, llama.cpp's `Q8_0` activations with an f32 scale), and each
+//! weight block is multiplied in integers — its quants, made unsigned (`u = q + offset`), times
+//! `x`'s — then scaled:
+//!
+//! `Σ_blocks d_w d_x (Σ u q_x − offset · Σ q_x) + m_w d_x Σ q_x`
+//!
+//! (the K types per sub-block of 32 or 16, each with its own scale and minimum). The integer sums
+//! are exact: the result is the dequantized row times the dequantized `x` up to the rounding of
+//! the float sums. Quantizing `x` (an error of at most `d_x / 2` per element) is the approximation.
+//!
+//! On x86-64 with AVX2 the types of today's files have their own loops (32 `u8 × i8` products
+//! summed in pairs by `vpmaddubsw`, as llama.cpp's); every type has a portable loop, the
+//! reference the tests hold the AVX2 ones to.
 
 // The loops index several arrays by the block layout's own arithmetic: indices read as the format.
 #![allow(clippy::needless_range_loop)]
 
-use super::blocks::{half, k_scale_min, GgmlType};
+use super::blocks::{half, k_scale_min, q3_k_scales, GgmlType};
 
-/// Sums of `x` over each run of 16 elements.
-pub fn sums_of_16(x: &[f32]) -> Vec<f32> {
-    x.chunks(16).map(|c| c.iter().sum()).collect()
+/// A row of `x` quantized for the integer products: blocks of 32 elements, `x ≈ d q` with
+/// `d = max |x| / 127` per block and `q = round(x / d)`.
+pub struct Q8Row {
+    /// One quant per element.
+    q: Vec<i8>,
+    /// One scale per 32 elements (NaN where the block holds a NaN: it reaches the product).
+    d: Vec<f32>,
+    /// `Σ q` over each 16 elements.
+    sums: Vec<i32>,
 }
 
-/// `Σⱼ wⱼ xⱼ` for one row of `kind` blocks `row` and `x` of the row's length; `x16` is
-/// [`sums_of_16`] of `x`. `None` for the float types (multiplied as floats instead).
+impl Q8Row {
+    /// `x`, of a length that is a multiple of 32 (the rows of every block type are).
+    pub fn new(x: &[f32]) -> Q8Row {
+        assert_eq!(x.len() % 32, 0, "a Q8 row is whole blocks of 32");
+        let mut q = vec![0i8; x.len()];
+        let d = x
+            .chunks_exact(32)
+            .zip(q.chunks_exact_mut(32))
+            .map(|(x, q)| {
+                let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                let d = if x.iter().any(|v| v.is_nan()) {
+                    f32::NAN
+                } else {
+                    amax / 127.0
+                };
+                let inverse = if d > 0.0 { 1.0 / d } else { 0.0 };
+                for (q, x) in q.iter_mut().zip(x) {
+                    *q = (x * inverse).round() as i8;
+                }
+                d
+            })
+            .collect();
+        let sums = q
+            .chunks_exact(16)
+            .map(|c| c.iter().map(|&v| v as i32).sum())
+            .collect();
+        Q8Row { q, d, sums }
+    }
+
+    /// The quants of block `b` (32).
+    fn block(&self, b: usize) -> &[i8] {
+        &self.q[32 * b..32 * b + 32]
+    }
+
+    /// `Σ q` over block `b`.
+    fn block_sum(&self, b: usize) -> i32 {
+        self.sums[2 * b] + self.sums[2 * b + 1]
+    }
+
+    /// `x` as the products see it, `d q` (for tests).
+    #[cfg(test)]
+    pub fn dequantized(&self) -> Vec<f32> {
+        self.q
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| self.d[i / 32] * q as f32)
+            .collect()
+    }
+}
+
+/// `Σⱼ wⱼ xⱼ` for one row of `kind` blocks `row` (a block type: the float types are multiplied
+/// as floats) and `x` quantized to the row's length.
 ///
-/// The same loops compiled for the widest vectors the processor has (checked once, at run
-/// time): AVX-512 or AVX2 on x86-64, the target's baseline elsewhere.
-pub fn dot_row(kind: GgmlType, row: &[u8], x: &[f32], x16: &[f32]) -> Option<f32> {
+/// The AVX2 loops when the processor has them (checked once, at run time), else the portable
+/// ones.
+pub fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
-        type Dot = fn(GgmlType, &[u8], &[f32], &[f32]) -> Option<f32>;
-        static BEST: OnceLock<Dot> = OnceLock::new();
-        let best = BEST.get_or_init(|| {
-            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
-                // SAFETY: the features were just detected.
-                |k, r, x, s| unsafe { dot_row_avx512(k, r, x, s) }
-            } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                // SAFETY: as above.
-                |k, r, x, s| unsafe { dot_row_avx2(k, r, x, s) }
-            } else {
-                dot_row_portable
-            }
-        });
-        best(kind, row, x, x16)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    dot_row_portable(kind, row, x, x16)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn dot_row_avx512(kind: GgmlType, row: &[u8], x: &[f32], x16: &[f32]) -> Option<f32> {
-    dot_row_portable(kind, row, x, x16)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dot_row_avx2(kind: GgmlType, row: &[u8], x: &[f32], x16: &[f32]) -> Option<f32> {
-    dot_row_portable(kind, row, x, x16)
-}
-
-#[inline(always)]
-fn dot_row_portable(kind: GgmlType, row: &[u8], x: &[f32], x16: &[f32]) -> Option<f32> {
-    let n = kind.block_bytes();
-    let blocks = row.chunks_exact(n);
-    let (lanes, scalar) = match kind {
-        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => return None,
-        GgmlType::Q8_0 => q8_0(blocks, x),
-        GgmlType::Q4_0 | GgmlType::Q4_1 => q4(kind, blocks, x, x16),
-        GgmlType::Q5_0 | GgmlType::Q5_1 => q5(kind, blocks, x, x16),
-        GgmlType::Q2_K => q2_k(blocks, x, x16),
-        GgmlType::Q3_K => q3_k(blocks, x),
-        GgmlType::Q4_K | GgmlType::Q5_K => q4_k(kind, blocks, x, x16),
-        GgmlType::Q6_K => q6_k(blocks, x),
-    };
-    Some(lanes.iter().sum::<f32>() + scalar)
-}
-
-/// 16 lanes that accumulate over a row, and a scalar term (the blocks' minimums).
-type Partial = ([f32; 16], f32);
-type Blocks<'a> = std::slice::ChunksExact<'a, u8>;
-
-#[inline(always)]
-fn q8_0(blocks: Blocks<'_>, x: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let scalar = 0.0f32;
-    for (b, x) in blocks.zip(x.chunks_exact(32)) {
-        let d = half(b, 0);
-        let q = &b[2..34];
-        for j in 0..16 {
-            lanes[j] += d * ((q[j] as i8) as f32 * x[j] + (q[j + 16] as i8) as f32 * x[j + 16]);
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        if *AVX2.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+        {
+            // SAFETY: the features were just detected.
+            return unsafe { avx2::dot_row(kind, row, x) };
         }
     }
-    (lanes, scalar)
+    dot_row_portable(kind, row, x)
 }
 
+/// The portable loops; see the module docs.
 #[inline(always)]
-fn q4(kind: GgmlType, blocks: Blocks<'_>, x: &[f32], x16: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let mut scalar = 0.0f32;
-    let offset = kind == GgmlType::Q4_1;
-    for (i, (b, x)) in blocks.zip(x.chunks_exact(32)).enumerate() {
-        let d = half(b, 0);
-        let qs = if offset { &b[4..20] } else { &b[2..18] };
-        for j in 0..16 {
-            lanes[j] += d * ((qs[j] & 0xF) as f32 * x[j] + (qs[j] >> 4) as f32 * x[j + 16]);
+fn dot_row_portable(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
+    let blocks = row.chunks_exact(kind.block_bytes());
+    match kind {
+        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
+            unreachable!("float rows are multiplied as floats")
         }
-        let xsum = x16[2 * i] + x16[2 * i + 1];
-        scalar += if offset {
-            half(b, 2) * xsum
-        } else {
-            -8.0 * d * xsum
-        };
-    }
-    (lanes, scalar)
-}
-
-#[inline(always)]
-fn q5(kind: GgmlType, blocks: Blocks<'_>, x: &[f32], x16: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let mut scalar = 0.0f32;
-    let offset = kind == GgmlType::Q5_1;
-    for (i, (b, x)) in blocks.zip(x.chunks_exact(32)).enumerate() {
-        let d = half(b, 0);
-        let (qh, qs) = if offset {
-            (&b[4..8], &b[8..24])
-        } else {
-            (&b[2..6], &b[6..22])
-        };
-        let qh = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
-        for j in 0..16 {
-            let lo = (qs[j] & 0xF) as u32 | (((qh >> j) & 1) << 4);
-            let hi = (qs[j] >> 4) as u32 | (((qh >> (j + 16)) & 1) << 4);
-            lanes[j] += d * (lo as f32 * x[j] + hi as f32 * x[j + 16]);
-        }
-        let xsum = x16[2 * i] + x16[2 * i + 1];
-        scalar += if offset {
-            half(b, 2) * xsum
-        } else {
-            -16.0 * d * xsum
-        };
-    }
-    (lanes, scalar)
-}
-
-#[inline(always)]
-fn q2_k(blocks: Blocks<'_>, x: &[f32], x16: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let mut scalar = 0.0f32;
-    for (i, (b, x)) in blocks.zip(x.chunks_exact(256)).enumerate() {
-        let (scales, qs) = (&b[..16], &b[16..80]);
-        let (d, dmin) = (half(b, 80), half(b, 82));
-        // Element e = 128·h + 32·s + l holds (qs[32h + l] >> 2s) & 3; group e / 16.
-        for h in 0..2 {
-            for s in 0..4 {
-                for g in 0..2 {
-                    let group = 8 * h + 2 * s + g;
-                    let sc = d * (scales[group] & 0xF) as f32;
-                    let base = 128 * h + 32 * s + 16 * g;
-                    for l in 0..16 {
-                        let q = (qs[32 * h + 16 * g + l] >> (2 * s)) & 3;
-                        lanes[l] += sc * q as f32 * x[base + l];
+        GgmlType::Q8_0 => blocks
+            .enumerate()
+            .map(|(b, block)| {
+                let w = &block[2..34];
+                let p: i32 = (0..32)
+                    .map(|j| (w[j] as i8) as i32 * x.block(b)[j] as i32)
+                    .sum();
+                half(block, 0) * x.d[b] * p as f32
+            })
+            .sum(),
+        GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
+            let (min, five) = (
+                matches!(kind, GgmlType::Q4_1 | GgmlType::Q5_1),
+                matches!(kind, GgmlType::Q5_0 | GgmlType::Q5_1),
+            );
+            let offset = if five { 16 } else { 8 };
+            blocks
+                .enumerate()
+                .map(|(b, block)| {
+                    let (qh, qs) = match (min, five) {
+                        (false, false) => (0, &block[2..18]),
+                        (true, false) => (0, &block[4..20]),
+                        (false, true) => (read_u32(&block[2..6]), &block[6..22]),
+                        (true, true) => (read_u32(&block[4..8]), &block[8..24]),
+                    };
+                    // Element j < 16 is the low nibble of qs[j], j ≥ 16 the high one of
+                    // qs[j - 16]; its fifth bit is bit j of qh.
+                    let u: [u8; 32] = std::array::from_fn(|j| {
+                        let nibble = if j < 16 { qs[j] & 0xF } else { qs[j - 16] >> 4 };
+                        nibble | ((((qh >> j) & 1) as u8) << 4)
+                    });
+                    let (p, s) = (udot(&u, x.block(b)), x.block_sum(b));
+                    let d = half(block, 0) * x.d[b];
+                    if min {
+                        d * p as f32 + half(block, 2) * x.d[b] * s as f32
+                    } else {
+                        d * (p - offset * s) as f32
                     }
-                    scalar -= dmin * (scales[group] >> 4) as f32 * x16[16 * i + group];
+                })
+                .sum()
+        }
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            let five = kind == GgmlType::Q5_K;
+            let mut sum = 0.0;
+            for (i, block) in blocks.enumerate() {
+                let (d, dmin) = (half(block, 0), half(block, 2));
+                let (scale, min) = k_scale_min(&block[4..16]);
+                let (qh, qs) = if five {
+                    (&block[16..48], &block[48..176])
+                } else {
+                    (&block[0..0], &block[16..144])
+                };
+                // Sub-block j = 2c + s (elements 32j..32j + 32): nibble s of qs[32c + l], its
+                // fifth bit bit j of qh[l].
+                for j in 0..8 {
+                    let (c, s) = (j / 2, j % 2);
+                    let u: [u8; 32] = std::array::from_fn(|l| {
+                        let high = if five { ((qh[l] >> j) & 1) << 4 } else { 0 };
+                        ((qs[32 * c + l] >> (4 * s)) & 0xF) | high
+                    });
+                    let b = 8 * i + j;
+                    sum += x.d[b]
+                        * (d * scale[j] as f32 * udot(&u, x.block(b)) as f32
+                            - dmin * min[j] as f32 * x.block_sum(b) as f32);
                 }
             }
+            sum
         }
-    }
-    (lanes, scalar)
-}
-
-#[inline(always)]
-fn q3_k(blocks: Blocks<'_>, x: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let scalar = 0.0f32;
-    for (b, x) in blocks.zip(x.chunks_exact(256)) {
-        let (hmask, qs) = (&b[..32], &b[32..96]);
-        let scales = super::blocks::q3_k_scales(&b[96..108]);
-        let d = half(b, 108);
-        for h in 0..2 {
-            for s in 0..4 {
-                for g in 0..2 {
-                    let base = 128 * h + 32 * s + 16 * g;
-                    let sc = d * scales[base / 16] as f32;
-                    let bit = base / 32;
-                    for l in 0..16 {
-                        let low = ((qs[32 * h + 16 * g + l] >> (2 * s)) & 3) as i32;
-                        let high = ((hmask[16 * g + l] >> bit) & 1) as i32;
-                        let q = low - ((high ^ 1) << 2);
-                        lanes[l] += sc * q as f32 * x[base + l];
-                    }
-                }
-            }
-        }
-    }
-    (lanes, scalar)
-}
-
-#[inline(always)]
-fn q4_k(kind: GgmlType, blocks: Blocks<'_>, x: &[f32], x16: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let mut scalar = 0.0f32;
-    let five = kind == GgmlType::Q5_K;
-    for (i, (b, x)) in blocks.zip(x.chunks_exact(256)).enumerate() {
-        let (d, dmin) = (half(b, 0), half(b, 2));
-        let (scale, min) = k_scale_min(&b[4..16]);
-        let (qh, qs) = if five {
-            (&b[16..48], &b[48..176])
-        } else {
-            (&b[0..0], &b[16..144])
-        };
-        // Element e = 64·c + 32·s + l holds (qs[32c + l] >> 4s) & 15; sub-block e / 32.
-        for c in 0..4 {
-            for s in 0..2 {
-                let j = 2 * c + s;
-                let sc = d * scale[j] as f32;
-                let base = 64 * c + 32 * s;
-                for half_ in 0..2 {
-                    for l in 0..16 {
-                        let k = 16 * half_ + l;
-                        let mut q = ((qs[32 * c + k] >> (4 * s)) & 0xF) as u32;
-                        if five {
-                            q |= (((qh[k] >> j) & 1) as u32) << 4;
+        GgmlType::Q6_K => {
+            let mut sum = 0.0;
+            for (i, block) in blocks.enumerate() {
+                let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
+                let d = half(block, 208);
+                // Elements 128h + 32s + l: low 4 bits (ql[64h + 32(s % 2) + l] >> 4(s / 2)),
+                // high 2 bits (qh[32h + l] >> 2s), minus 32; a scale per 16.
+                for h in 0..2 {
+                    for s in 0..4 {
+                        let u: [u8; 32] = std::array::from_fn(|l| {
+                            let low = (ql[64 * h + 32 * (s % 2) + l] >> (4 * (s / 2))) & 0xF;
+                            low | (((qh[32 * h + l] >> (2 * s)) & 3) << 4)
+                        });
+                        let b = 8 * i + 4 * h + s;
+                        let mut p = 0i32;
+                        for g in 0..2 {
+                            let sc = scales[8 * h + 2 * s + g] as i8 as i32;
+                            let part = udot(&u[16 * g..16 * g + 16], &x.block(b)[16 * g..]);
+                            p += sc * (part - 32 * x.sums[2 * b + g]);
                         }
-                        lanes[l] += sc * q as f32 * x[base + k];
+                        sum += d * x.d[b] * p as f32;
                     }
                 }
-                let xsum = x16[16 * i + base / 16] + x16[16 * i + base / 16 + 1];
-                scalar -= dmin * min[j] as f32 * xsum;
             }
+            sum
+        }
+        GgmlType::Q2_K | GgmlType::Q3_K => {
+            let three = kind == GgmlType::Q3_K;
+            let mut sum = 0.0;
+            for (i, block) in blocks.enumerate() {
+                // Q2_K: scales (low 4 bits) and minimums (high 4) per 16, qs, d, dmin.
+                // Q3_K: hmask, qs, 6-bit signed scales per 16, d; q = low + 4·high − 4.
+                let (hmask, qs) = if three {
+                    (&block[..32], &block[32..96])
+                } else {
+                    (&block[0..0], &block[16..80])
+                };
+                let signed = three.then(|| q3_k_scales(&block[96..108]));
+                let (d, dmin) = if three {
+                    (half(block, 108), 0.0)
+                } else {
+                    (half(block, 80), half(block, 82))
+                };
+                // Elements 128h + 32s + 16g + l: bits 2s of qs[32h + 16g + l] (Q3_K's third
+                // bit: bit 4h + s of hmask[16g + l]); group (element / 16) 8h + 2s + g.
+                for h in 0..2 {
+                    for s in 0..4 {
+                        let b = 8 * i + 4 * h + s;
+                        for g in 0..2 {
+                            let u: [u8; 16] = std::array::from_fn(|l| {
+                                let low = (qs[32 * h + 16 * g + l] >> (2 * s)) & 3;
+                                let high = if three {
+                                    ((hmask[16 * g + l] >> (4 * h + s)) & 1) << 2
+                                } else {
+                                    0
+                                };
+                                low | high
+                            });
+                            let group = 8 * h + 2 * s + g;
+                            let p = udot(&u, &x.block(b)[16 * g..]);
+                            let s16 = x.sums[2 * b + g];
+                            sum += x.d[b]
+                                * match signed {
+                                    Some(scales) => d * scales[group] as f32 * (p - 4 * s16) as f32,
+                                    None => {
+                                        let packed = block[group];
+                                        d * (packed & 0xF) as f32 * p as f32
+                                            - dmin * (packed >> 4) as f32 * s16 as f32
+                                    }
+                                };
+                        }
+                    }
+                }
+            }
+            sum
         }
     }
-    (lanes, scalar)
 }
 
+/// `Σ uᵢ qᵢ` over `u`'s length.
 #[inline(always)]
-fn q6_k(blocks: Blocks<'_>, x: &[f32]) -> Partial {
-    let mut lanes = [0.0f32; 16];
-    let scalar = 0.0f32;
-    for (b, x) in blocks.zip(x.chunks_exact(256)) {
-        let (ql, qh, scales) = (&b[..128], &b[128..192], &b[192..208]);
-        let d = half(b, 208);
-        // Element e = 128·h + 32·s + l: low 4 bits (ql[64h + 32(s % 2) + l] >> 4(s / 2)),
-        // high 2 bits (qh[32h + l] >> 2s); scale of e / 16.
-        for h in 0..2 {
-            for s in 0..4 {
-                for g in 0..2 {
-                    let base = 128 * h + 32 * s + 16 * g;
-                    let sc = d * (scales[base / 16] as i8) as f32;
-                    for l in 0..16 {
-                        let k = 16 * g + l;
-                        let low = (ql[64 * h + 32 * (s % 2) + k] >> (4 * (s / 2))) & 0xF;
-                        let high = (qh[32 * h + k] >> (2 * s)) & 3;
-                        let q = (low | (high << 4)) as i32 - 32;
-                        lanes[l] += sc * q as f32 * x[base + l];
+fn udot(u: &[u8], q: &[i8]) -> i32 {
+    u.iter().zip(q).map(|(&u, &q)| u as i32 * q as i32).sum()
+}
+
+fn read_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The AVX2 loops: per 32 elements, the unsigned quants in one register beside `x`'s 32, their
+/// products summed in pairs (`vpmaddubsw`, within i16: `u ≤ 63`, or `|w| ≤ 128` for Q8_0's
+/// signed quants by llama.cpp's sign trick), then in fours (`vpmaddwd`), scaled as floats.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{half, k_scale_min, GgmlType, Q8Row};
+
+    /// # Safety
+    /// The processor has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
+        let blocks = row.chunks_exact(kind.block_bytes());
+        match kind {
+            GgmlType::Q8_0 => q8_0(blocks, x),
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
+                q4_q5(kind, blocks, x)
+            }
+            GgmlType::Q4_K | GgmlType::Q5_K => q4_k(kind == GgmlType::Q5_K, blocks, x),
+            GgmlType::Q6_K => q6_k(blocks, x),
+            _ => super::dot_row_portable(kind, row, x),
+        }
+    }
+
+    type Blocks<'a> = std::slice::ChunksExact<'a, u8>;
+
+    /// 8 sums of four `u · q` each, `u` unsigned, `q` signed.
+    #[inline(always)]
+    unsafe fn products(u: __m256i, q: __m256i) -> __m256i {
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1))
+    }
+
+    #[inline(always)]
+    unsafe fn load32(bytes: &[u8]) -> __m256i {
+        debug_assert!(bytes.len() >= 32);
+        _mm256_loadu_si256(bytes.as_ptr().cast())
+    }
+
+    #[inline(always)]
+    unsafe fn x_block(x: &Q8Row, b: usize) -> __m256i {
+        _mm256_loadu_si256(x.block(b).as_ptr().cast())
+    }
+
+    #[inline(always)]
+    unsafe fn sum(v: __m256) -> f32 {
+        let v = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+        let v = _mm_add_ss(v, _mm_movehdup_ps(v));
+        _mm_cvtss_f32(v)
+    }
+
+    /// 32 nibbles of 16 bytes in element order: the low nibbles, then the high ones.
+    #[inline(always)]
+    unsafe fn nibbles(qs: &[u8]) -> __m256i {
+        debug_assert!(qs.len() >= 16);
+        let bytes = _mm_loadu_si128(qs.as_ptr().cast());
+        let both = _mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes);
+        _mm256_and_si256(both, _mm256_set1_epi8(0xF))
+    }
+
+    /// Byte `i` is 16 where bit `i` of `bits` is set, else 0 (llama.cpp's `bytes_from_bits_32`).
+    #[inline(always)]
+    unsafe fn sixteens_of_bits(bits: u32) -> __m256i {
+        let shuffle = _mm256_set_epi64x(
+            0x0303030303030303,
+            0x0202020202020202,
+            0x0101010101010101,
+            0,
+        );
+        let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), shuffle);
+        let set = _mm256_cmpeq_epi8(
+            _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
+            _mm256_set1_epi64x(-1),
+        );
+        _mm256_and_si256(set, _mm256_set1_epi8(16))
+    }
+
+    #[inline(always)]
+    unsafe fn q8_0(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        for (b, block) in blocks.enumerate() {
+            let w = load32(&block[2..]);
+            let q = _mm256_sign_epi8(x_block(x, b), w);
+            let p = products(_mm256_sign_epi8(w, w), q);
+            let scale = _mm256_set1_ps(half(block, 0) * x.d[b]);
+            acc = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc);
+        }
+        sum(acc)
+    }
+
+    #[inline(always)]
+    unsafe fn q4_q5(kind: GgmlType, blocks: Blocks<'_>, x: &Q8Row) -> f32 {
+        let (min, five) = (
+            matches!(kind, GgmlType::Q4_1 | GgmlType::Q5_1),
+            matches!(kind, GgmlType::Q5_0 | GgmlType::Q5_1),
+        );
+        let offset = if five { 16.0 } else { 8.0 };
+        let qs_at = 2 + 2 * min as usize + 4 * five as usize;
+        let mut acc = _mm256_setzero_ps();
+        let mut rest = 0.0f32;
+        for (b, block) in blocks.enumerate() {
+            let mut u = nibbles(&block[qs_at..]);
+            if five {
+                let qh = &block[qs_at - 4..qs_at];
+                u = _mm256_or_si256(
+                    u,
+                    sixteens_of_bits(u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]])),
+                );
+            }
+            let d = half(block, 0) * x.d[b];
+            let p = products(u, x_block(x, b));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
+            let s = x.block_sum(b) as f32;
+            rest += if min {
+                half(block, 2) * x.d[b] * s
+            } else {
+                -offset * d * s
+            };
+        }
+        sum(acc) + rest
+    }
+
+    #[inline(always)]
+    unsafe fn q4_k(five: bool, blocks: Blocks<'_>, x: &Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut rest = 0.0f32;
+        let low = _mm256_set1_epi8(0xF);
+        for (i, block) in blocks.enumerate() {
+            let (d, dmin) = (half(block, 0), half(block, 2));
+            let (scale, min) = k_scale_min(&block[4..16]);
+            let qs = if five {
+                &block[48..176]
+            } else {
+                &block[16..144]
+            };
+            let qh = if five {
+                load32(&block[16..48])
+            } else {
+                _mm256_setzero_si256()
+            };
+            for c in 0..4 {
+                let bytes = load32(&qs[32 * c..]);
+                for s in 0..2 {
+                    let j = 2 * c + s;
+                    let mut u = if s == 0 {
+                        _mm256_and_si256(bytes, low)
+                    } else {
+                        _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low)
+                    };
+                    if five {
+                        let bit = _mm256_set1_epi8((1u8 << j) as i8);
+                        let set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+                        u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(16)));
                     }
+                    let b = 8 * i + j;
+                    let p = products(u, x_block(x, b));
+                    let by = _mm256_set1_ps(d * scale[j] as f32 * x.d[b]);
+                    acc = _mm256_fmadd_ps(by, _mm256_cvtepi32_ps(p), acc);
+                    rest -= dmin * min[j] as f32 * x.d[b] * x.block_sum(b) as f32;
                 }
             }
         }
+        sum(acc) + rest
     }
-    (lanes, scalar)
+
+    #[inline(always)]
+    unsafe fn q6_k(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut rest = 0.0f32;
+        let (low, two) = (_mm256_set1_epi8(0xF), _mm256_set1_epi8(3));
+        for (i, block) in blocks.enumerate() {
+            let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
+            let d = half(block, 208);
+            for h in 0..2 {
+                let (ql0, ql1) = (load32(&ql[64 * h..]), load32(&ql[64 * h + 32..]));
+                let high = load32(&qh[32 * h..]);
+                for s in 0..4 {
+                    let ql = if s % 2 == 0 { ql0 } else { ql1 };
+                    let nibble = if s < 2 {
+                        _mm256_and_si256(ql, low)
+                    } else {
+                        _mm256_and_si256(_mm256_srli_epi16(ql, 4), low)
+                    };
+                    let top = match s {
+                        0 => high,
+                        1 => _mm256_srli_epi16(high, 2),
+                        2 => _mm256_srli_epi16(high, 4),
+                        _ => _mm256_srli_epi16(high, 6),
+                    };
+                    let u =
+                        _mm256_or_si256(nibble, _mm256_slli_epi16(_mm256_and_si256(top, two), 4));
+                    let b = 8 * i + 4 * h + s;
+                    let (sc0, sc1) = (
+                        scales[8 * h + 2 * s] as i8 as i16,
+                        scales[8 * h + 2 * s + 1] as i8 as i16,
+                    );
+                    let by_scale = _mm256_set_m128i(_mm_set1_epi16(sc1), _mm_set1_epi16(sc0));
+                    let p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, x_block(x, b)), by_scale);
+                    let scale = d * x.d[b];
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(p), acc);
+                    let offsets = sc0 as i32 * x.sums[2 * b] + sc1 as i32 * x.sums[2 * b + 1];
+                    rest -= 32.0 * scale * offsets as f32;
+                }
+            }
+        }
+        sum(acc) + rest
+    }
+}
+
+/// (the processor's loop, the portable loop) for one row, for the tests.
+#[cfg(test)]
+pub fn both(kind: GgmlType, row: &[u8], x: &Q8Row) -> (f32, f32) {
+    (dot_row(kind, row, x), dot_row_portable(kind, row, x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `x` rounds to its blocks' scale: every element within `d / 2` of `d q`, and a block of
+    /// zeros (scale 0) stays zeros.
+    #[test]
+    fn x_is_quantized_per_block_of_32_within_half_a_step() {
+        let mut x: Vec<f32> = (0..96)
+            .map(|i| ((i * 37) % 23) as f32 / 7.0 - 1.5)
+            .collect();
+        x[32..64].fill(0.0);
+        let row = Q8Row::new(&x);
+        let back = row.dequantized();
+        for (i, (a, b)) in x.iter().zip(&back).enumerate() {
+            assert!(
+                (a - b).abs() <= row.d[i / 32] / 2.0 + 1e-7,
+                "{i}: {a} vs {b}"
+            );
+        }
+        assert_eq!(row.d[1], 0.0);
+        assert_eq!(row.sums.len(), 6);
+        assert_eq!(
+            row.sums[0],
+            row.q[..16].iter().map(|&q| q as i32).sum::<i32>()
+        );
+    }
+
+    #[test]
+    fn a_nan_in_x_reaches_the_product() {
+        let mut x = vec![1.0f32; 32];
+        x[3] = f32::NAN;
+        let row = Q8Row::new(&x);
+        let block = [[0u8, 0x3c].as_slice(), &[1u8; 32]].concat(); // Q8_0, d = 1.0
+        assert!(dot_row(GgmlType::Q8_0, &block, &row).is_nan());
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! `W [rows, cols]` (PyTorch's `[out, in]`: GGUF's `ne = [cols, rows]`), each row a run of
 //! whole blocks. `y = x Wᵀ` for `x [n, cols]`:
-//! - few rows of `x` (decoding): each block is dequantized once into a register-sized buffer and
-//!   dotted with every row of `x`; the rows of `W` are spread over the threads;
+//! - few rows of `x` (decoding): each row of `x` is quantized to 8 bits per 32 elements and
+//!   multiplied with `W`'s blocks in integers, as llama.cpp does (`dot.rs`); the rows of `W` are
+//!   spread over the threads;
 //! - many (a prompt): `W` is dequantized a tile of rows at a time and the tile multiplied as
 //!   floats, so no whole float copy of `W` is ever held.
 
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::dot::{dot_row, sums_of_16};
+use super::dot::{dot_row, Q8Row};
 use super::GgmlType;
 use crate::error::ensure;
 use crate::AttnError;
@@ -108,10 +109,14 @@ impl QuantMatrix {
     }
 
     /// `y = x Wᵀ`: `x [n, cols]` row-major → `[n, rows]`, each row of `W` read from its blocks
-    /// once for the `n` rows of `x` (for small `n`); the rows of `W` are spread over the threads.
+    /// once for the `n` rows of `x` (for small `n`), `x` quantized to 8 bits for the block types;
+    /// the rows of `W` are spread over the threads.
     pub fn matmul_small(&self, x: &[f32], n: usize) -> Vec<f32> {
         debug_assert_eq!(x.len(), n * self.cols);
-        let x16: Vec<Vec<f32>> = x.chunks(self.cols).map(sums_of_16).collect();
+        let quantized: Vec<Option<Q8Row>> = x
+            .chunks(self.cols)
+            .map(|x| (self.ggml_type.block_elements() > 1).then(|| Q8Row::new(x)))
+            .collect();
         // [rows, n], transposed at the end (n is small).
         let mut by_row = vec![0.0f32; self.rows * n];
         let chunk = (self.rows / (rayon::current_num_threads() * 4)).clamp(16, 1024);
@@ -124,8 +129,8 @@ impl QuantMatrix {
                     let row = self.row(c * chunk + i);
                     for (t, sum) in sums.iter_mut().enumerate() {
                         let x = &x[t * self.cols..(t + 1) * self.cols];
-                        *sum = match dot_row(self.ggml_type, row, x, &x16[t]) {
-                            Some(sum) => sum,
+                        *sum = match &quantized[t] {
+                            Some(q) => dot_row(self.ggml_type, row, q),
                             None => {
                                 buffer.resize(self.cols, 0.0);
                                 self.ggml_type.dequantize(row, &mut buffer);
@@ -168,31 +173,14 @@ mod tests {
     use super::*;
     use crate::gguf::GgufFile;
 
-    /// The products from the blocks equal the dequantized matrix's, for every block type of
-    /// tests/fixtures/gguf/quants.gguf and 1 and 3 rows of `x` (the float types, whose edge
-    /// values there overflow a sum, are multiplied as floats by the models).
+    /// The products from the blocks equal the dequantized matrix times `x` as quantized for
+    /// them, for every block type of tests/fixtures/gguf/quants.gguf and 1 and 3 rows of `x`;
+    /// the float types (whose edge values there overflow a sum, and which the models multiply
+    /// as floats) are left out.
     #[test]
     fn products_from_the_blocks_equal_the_dequantized_ones() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/fixtures/gguf/quants.gguf"
-        );
-        let file = GgufFile::open(path.as_ref()).unwrap();
-        let blocks = file
-            .tensors
-            .iter()
-            .filter(|t| !t.name.ends_with(".dequantized") && t.ggml_type.block_elements() > 1);
-        for info in blocks {
-            let [cols, rows] = [info.dims[0], info.dims[1]];
-            let map: SharedBytes = file.map().clone();
-            let matrix = QuantMatrix::new(
-                map,
-                info.start..info.start + info.len,
-                info.ggml_type,
-                rows,
-                cols,
-            )
-            .unwrap();
+        for (name, matrix) in fixture_matrices() {
+            let (rows, cols) = (matrix.rows, matrix.cols);
             let w = matrix.dequantize_rows(0..rows);
             for n in [1, 3] {
                 let x: Vec<f32> = (0..n * cols)
@@ -200,8 +188,8 @@ mod tests {
                     .collect();
                 let y = matrix.matmul_small(&x, n);
                 for t in 0..n {
+                    let xs = Q8Row::new(&x[t * cols..(t + 1) * cols]).dequantized();
                     for r in 0..rows {
-                        let xs = &x[t * cols..(t + 1) * cols];
                         let ws = &w[r * cols..(r + 1) * cols];
                         let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
                         let scale: f64 = xs
@@ -212,11 +200,48 @@ mod tests {
                         let got = y[t * rows + r] as f64;
                         assert!(
                             (got - want).abs() <= 1e-5 * scale.max(1.0),
-                            "{} row {r} x {t}: {got} vs {want}",
-                            info.name
+                            "{name} row {r} x {t}: {got} vs {want}"
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// The block types of the fixture, as matrices.
+    fn fixture_matrices() -> Vec<(String, QuantMatrix)> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/gguf/quants.gguf"
+        );
+        let file = GgufFile::open(path.as_ref()).unwrap();
+        file.tensors
+            .iter()
+            .filter(|t| !t.name.ends_with(".dequantized") && t.ggml_type.block_elements() > 1)
+            .map(|info| {
+                let [cols, rows] = [info.dims[0], info.dims[1]];
+                let map: SharedBytes = file.map().clone();
+                let range = info.start..info.start + info.len;
+                let matrix = QuantMatrix::new(map, range, info.ggml_type, rows, cols).unwrap();
+                (info.name.clone(), matrix)
+            })
+            .collect()
+    }
+
+    /// The processor's own loops (AVX2 here) give the portable loops' sums, row by row.
+    #[test]
+    fn the_vector_loops_equal_the_portable_ones() {
+        for (name, matrix) in fixture_matrices() {
+            let x: Vec<f32> = (0..matrix.cols)
+                .map(|i| ((i * 31) % 17) as f32 / 5.0 - 1.7)
+                .collect();
+            let q = Q8Row::new(&x);
+            for r in 0..matrix.rows {
+                let (fast, portable) = super::super::dot::both(matrix.ggml_type, matrix.row(r), &q);
+                assert!(
+                    (fast - portable).abs() <= 1e-5 * portable.abs().max(1.0),
+                    "{name} row {r}: {fast} vs {portable}"
+                );
             }
         }
     }

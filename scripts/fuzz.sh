@@ -4,7 +4,8 @@
 # runs kept ($ATTNZOO_CACHE/fuzz-corpus/TARGET); with --fresh, from the seeds alone, keeping
 # nothing (CI: libFuzzer replays every kept input before its clock starts, so a kept corpus would
 # make the step grow run after run). Any crash, panic, timeout (30 s an input) or
-# memory beyond the bound (2 GiB resident, 1 GiB in one allocation) fails, and libFuzzer saves
+# memory beyond 2 GiB resident fails (the 1 GiB bound on one allocation, -malloc_limit_mb, needs a
+# sanitizer's allocator hooks: this build has none, so only the resident bound holds), and libFuzzer saves
 # the input under fuzz/artifacts/TARGET/ (reproduce: cargo +nightly fuzz run TARGET FILE).
 #
 #   scripts/fuzz.sh [--fresh] SECONDS [TARGET...]     (default: every target)

@@ -44,9 +44,11 @@ from transformers import (
     GenerationConfig,
     LlamaConfig,
     MistralConfig,
+    MixtralConfig,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen3Config,
+    Qwen3MoeConfig,
 )
 
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "lm")
@@ -54,6 +56,7 @@ VOCAB = 67
 NEW_TOKENS = 32
 CHARS = " abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.,!?'<>|"
 EOS = 2
+EAGER = dict(attn_implementation="eager", experts_implementation="eager")
 
 common = dict(
     vocab_size=VOCAB,
@@ -122,6 +125,19 @@ def cases():
                                     rope_parameters={"full_attention": rope("default", rope_theta=100000.0),
                                                      "sliding_attention": rope("default", rope_theta=1000.0)},
                                     **{**common, "num_hidden_layers": 7}), {"tokenizer": True}),
+        # Mixtral: 5 experts, 2 per token (renormalised), a window shorter than the prompts.
+        ("mixtral", MixtralConfig(hidden_size=32, intermediate_size=18, num_attention_heads=4,
+                                  num_key_value_heads=2, num_local_experts=5, num_experts_per_tok=2,
+                                  max_position_embeddings=64, sliding_window=5,
+                                  rope_parameters=rope("default", rope_theta=1000000.0), **common), {}),
+        # Qwen3-MoE: QK-norm, head_dim 10, 6 experts, 2 per token without renormalising
+        # (norm_topk_prob false), layer 1 dense (mlp_only_layers) between two expert layers.
+        ("qwen3_moe", Qwen3MoeConfig(hidden_size=24, intermediate_size=30, moe_intermediate_size=14,
+                                     num_attention_heads=4, head_dim=10, num_key_value_heads=2,
+                                     num_experts=6, num_experts_per_tok=2, norm_topk_prob=False,
+                                     decoder_sparse_step=1, mlp_only_layers=[1], max_position_embeddings=64,
+                                     rope_parameters=rope("default"), **{**common, "num_hidden_layers": 3}),
+         {}),
     ]
 
 
@@ -137,7 +153,7 @@ def randomise(model, seed):
             elif "embed_tokens" in name:
                 p.copy_(torch.randn(p.shape, generator=g))
             else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1]))
 
 
 def tokenizer(folder, chat):
@@ -196,7 +212,9 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
         config._attn_implementation = "eager"
         torch.manual_seed(index)
-        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+        # `eager` experts too: the modeling file's own loop over the chosen experts (the default,
+        # torch's grouped_mm, wants 16-byte-aligned strides these odd widths do not have).
+        model = AutoModelForCausalLM.from_config(config, **EAGER)
         # The best of a few draws: the one whose greedy steps are farthest from a tie.
         best = None
         for attempt in range(8):
@@ -218,7 +236,7 @@ def main():
         model.save_pretrained(folder, **save)
         fast = tokenizer(folder, options.get("chat")) if options.get("tokenizer") else None
 
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **EAGER)
         model.eval()
         reference = {}
         if fast is not None:
@@ -247,7 +265,7 @@ def main():
             mask[row, T - n:] = 1
         positions = torch.arange(T).unsqueeze(0).expand(len(lengths), T)
         # A fresh model: dynamic NTK's frequencies are state that generate() left grown.
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **EAGER)
         model.eval()
         with torch.no_grad():
             logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits.float()

@@ -28,7 +28,9 @@ from transformers import (
     GPTNeoXConfig,
     LlamaConfig,
     MistralConfig,
+    MixtralConfig,
     Qwen3Config,
+    Qwen3MoeConfig,
 )
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 from transformers.models.gemma.modeling_gemma import GemmaMLP
@@ -47,6 +49,8 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
+from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeSparseMoeBlock
 from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
 
 assert torch.__version__.startswith("2.9.0"), torch.__version__
@@ -275,12 +279,58 @@ def attention_case(name, kind, config_cls, cls, rotary_cls, settings, layer_idx,
           outputs=outputs, compare=compare, grads=grads, seeds=seeds)
 
 
+# ---- mixtures of experts ----
+def moes():
+    """The sparse MoE blocks, their fused expert tensors (`experts.gate_up_proj [E, 2I, D]`,
+    `experts.down_proj [E, D, I]`) written per expert as checkpoints hold them
+    (`experts.<e>.gate_proj.weight`, `up_proj`, `down_proj`, gradients likewise). The router's rows
+    of experts 1 and 3 are equal, so their probabilities tie for every token: where they compete
+    for the last place, torch.topk's choice is the one compared."""
+    hidden, intermediate, experts, top_k = 12, 10, 5, 2
+    x = randn(2, 7, hidden)
+    cases = (
+        ("mixtral_moe", "MixtralSparseMoeBlock", MixtralSparseMoeBlock,
+         MixtralConfig(hidden_size=hidden, intermediate_size=intermediate, num_local_experts=experts,
+                       num_experts_per_tok=top_k), True),
+        ("qwen3_moe", "Qwen3MoeSparseMoeBlock", Qwen3MoeSparseMoeBlock,
+         Qwen3MoeConfig(hidden_size=hidden, moe_intermediate_size=intermediate, num_experts=experts,
+                        num_experts_per_tok=top_k, norm_topk_prob=False), False),
+    )
+    for name, kind, cls, config, renormalize in cases:
+        config._experts_implementation = "eager"
+        module = randomize(cls(config), scale=0.5)
+        with torch.no_grad():
+            module.gate.weight[3] = module.gate.weight[1]
+        outputs, seeds, grads = with_gradients(
+            module, {"hidden_states": x}, lambda hidden_states: {"output": module(hidden_states)})
+        params = {"gate.weight": module.gate.weight}
+        split = {"gate.weight": grads.pop("gate.weight"), "hidden_states": grads.pop("hidden_states")}
+        gate_up, down = grads.pop("experts.gate_up_proj"), grads.pop("experts.down_proj")
+        assert not grads, grads.keys()
+        for e in range(experts):
+            for part, weight, grad in (("gate_proj", module.experts.gate_up_proj[e, :intermediate],
+                                        gate_up[e, :intermediate]),
+                                       ("up_proj", module.experts.gate_up_proj[e, intermediate:],
+                                        gate_up[e, intermediate:]),
+                                       ("down_proj", module.experts.down_proj[e], down[e])):
+                params[f"experts.{e}.{part}.weight"] = weight
+                split[f"experts.{e}.{part}.weight"] = grad
+        probabilities = torch.softmax(x.reshape(-1, hidden) @ module.gate.weight.T, dim=-1)
+        top = probabilities.topk(top_k + 1, dim=-1).values
+        ties = int((top[:, top_k - 1] == top[:, top_k]).sum())
+        print(f"{name}: {ties} of {probabilities.shape[0]} tokens tie for the last place")
+        write(name, kind, {"hidden_size": hidden, "intermediate_size": intermediate, "num_experts": experts,
+                           "num_experts_per_tok": top_k, "renormalize": renormalize, "hidden_act": "silu"},
+              params=params, inputs={"hidden_states": x}, outputs=outputs, grads=split, seeds=seeds)
+
+
 def main():
     torch.set_grad_enabled(True)
     rms_norms()
     mlps()
     ropes()
     attentions()
+    moes()
 
 
 if __name__ == "__main__":

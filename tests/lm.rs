@@ -259,6 +259,30 @@ fn a_folder_that_does_not_fit_is_an_error_naming_the_problem() {
         error.contains("first_k_dense_replace 1") && error.contains("not supported"),
         "{error}"
     );
+    // Experts: more per token than there are, a config with more experts than the file holds
+    // (the missing expert's tensors named), a Qwen3-MoE dense layer out of range.
+    let dir = edited("mixtral", |c| {
+        c.insert("num_experts_per_tok".into(), 6.into());
+    });
+    let error = load_error(dir.path());
+    assert!(
+        error.contains("num_experts_per_tok 6 is more than the 5 experts"),
+        "{error}"
+    );
+    let dir = edited("mixtral", |c| {
+        c.insert("num_local_experts".into(), 6.into());
+    });
+    let error = load_error(dir.path());
+    assert!(
+        error.contains("missing weight layers.0.mlp.experts.5.")
+            && error.contains("mlp.gate.weight"),
+        "{error}"
+    );
+    let dir = edited("qwen3_moe", |c| {
+        c.insert("mlp_only_layers".into(), serde_json::json!([7]));
+    });
+    let error = load_error(dir.path());
+    assert!(error.contains("mlp_only_layers has 7"), "{error}");
     let dir = edited("llama", |c| {
         c.insert("model_type".into(), "gpt_neox".into());
     });

@@ -16,7 +16,7 @@ use attnzoo_models::attention::{
 };
 use attnzoo_models::norm::RmsNormConfig;
 use attnzoo_models::position::{RopeScaling, RotaryConfig, RotaryEncoding};
-use attnzoo_models::transformer::{GatedActivation, GatedFeedForwardConfig};
+use attnzoo_models::transformer::{GatedActivation, GatedFeedForwardConfig, SparseMoeConfig};
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -25,7 +25,7 @@ use serde_json::Value;
 use super::{check_gradients, compare, fixtures_of, Fixture, Leaf};
 
 /// The kinds this file runs.
-const KINDS: [&str; 10] = [
+const KINDS: [&str; 12] = [
     "LlamaRMSNorm",
     "Gemma2RMSNorm",
     "LlamaMLP",
@@ -36,6 +36,8 @@ const KINDS: [&str; 10] = [
     "MistralAttention",
     "Gemma2Attention",
     "GptOssAttention",
+    "MixtralSparseMoeBlock",
+    "Qwen3MoeSparseMoeBlock",
 ];
 
 /// Whether `kind` is one of this file's.
@@ -158,6 +160,27 @@ fn build(
             let x = run.input3(fixture, "x", device);
             run.outputs
                 .push(("output".into(), mlp.forward(x).unsqueeze()));
+        }
+        "MixtralSparseMoeBlock" | "Qwen3MoeSparseMoeBlock" => {
+            let experts = fixture.usize("num_experts");
+            let mut moe = SparseMoeConfig::new(
+                fixture.usize("hidden_size"),
+                fixture.usize("intermediate_size"),
+                experts,
+                fixture.usize("num_experts_per_tok"),
+            )
+            .with_renormalize(fixture.config["renormalize"].as_bool() == Some(true))
+            .try_init(device)
+            .map_err(err)?;
+            moe.gate = run.linear(fixture, "gate", device);
+            for (e, expert) in moe.experts.iter_mut().enumerate() {
+                expert.gate_proj = run.linear(fixture, &format!("experts.{e}.gate_proj"), device);
+                expert.up_proj = run.linear(fixture, &format!("experts.{e}.up_proj"), device);
+                expert.down_proj = run.linear(fixture, &format!("experts.{e}.down_proj"), device);
+            }
+            let x = run.input3(fixture, "hidden_states", device);
+            run.outputs
+                .push(("output".into(), moe.forward(x).unsqueeze()));
         }
         "LlamaRotaryEmbedding" | "GPTNeoXRotaryEmbedding" => {
             let rotary = rotary(&fixture.config).map_err(err)?;

@@ -35,6 +35,12 @@ pub enum LmFamily {
     Gemma3,
     /// `deepseek_v3` with dense feed-forward layers: multi-head latent attention.
     DeepseekV3,
+    /// `mixtral`: Mistral with a [`SparseMoe`](crate::transformer::SparseMoe) in every layer
+    /// (softmax router, top-k renormalised).
+    Mixtral,
+    /// `qwen3_moe`: Qwen3 with a [`SparseMoe`](crate::transformer::SparseMoe) in the layers
+    /// `decoder_sparse_step` and `mlp_only_layers` choose (`norm_topk_prob`).
+    Qwen3Moe,
 }
 
 impl LmFamily {
@@ -48,9 +54,11 @@ impl LmFamily {
             "gemma2" => LmFamily::Gemma2,
             "gemma3_text" => LmFamily::Gemma3,
             "deepseek_v3" => LmFamily::DeepseekV3,
+            "mixtral" => LmFamily::Mixtral,
+            "qwen3_moe" => LmFamily::Qwen3Moe,
             other => {
                 return Err(AttnError::new(format!(
-                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, deepseek_v3)"
+                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, deepseek_v3, mixtral, qwen3_moe)"
                 )))
             }
         })
@@ -152,9 +160,26 @@ pub struct CausalLmConfig {
     pub gemma: Option<GemmaSettings>,
     /// DeepSeek's latent attention.
     pub latent: Option<LatentWidths>,
+    /// A mixture of experts in place of the feed-forward block (Mixtral, Qwen3-MoE).
+    pub experts: Option<ExpertSettings>,
     /// `eos_token_id` of `config.json` (one id or a list), used when there is no
     /// `generation_config.json`.
     pub eos_token_ids: Vec<u32>,
+}
+
+/// The mixture of experts of `mixtral` and `qwen3_moe` layers, in `transformers`' names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpertSettings {
+    /// `num_local_experts` (Mixtral; Qwen3-MoE as 5.x writes it), `num_experts` (Qwen3-MoE, 4.x).
+    pub n_experts: usize,
+    /// `num_experts_per_tok`.
+    pub top_k: usize,
+    /// Each expert's hidden width: `intermediate_size` (Mixtral), `moe_intermediate_size`.
+    pub d_ff: usize,
+    /// The chosen weights renormalised to sum to 1 (Mixtral; Qwen3-MoE's `norm_topk_prob`).
+    pub renormalize: bool,
+    /// Per layer, whether it has the experts (else a dense block of `intermediate_size`).
+    pub layers: Vec<bool>,
 }
 
 /// The fields of one JSON object, read with errors that name the field.
@@ -314,7 +339,7 @@ impl CausalLmConfig {
         let attention_bias = fields.bool_opt("attention_bias")?.unwrap_or(false);
         let (qkv_bias, output_bias) = match family {
             LmFamily::Qwen2 => (true, false),
-            LmFamily::Mistral => (false, false),
+            LmFamily::Mistral | LmFamily::Mixtral => (false, false),
             _ => (attention_bias, attention_bias),
         };
         let mlp_bias = family == LmFamily::Llama && fields.bool_opt("mlp_bias")?.unwrap_or(false);
@@ -379,6 +404,8 @@ impl CausalLmConfig {
             LmFamily::DeepseekV3 => Some(latent(&fields, num_hidden_layers)?),
             _ => None,
         };
+        let intermediate_size = fields.size("intermediate_size")?;
+        let experts = experts(&fields, family, num_hidden_layers, intermediate_size)?;
         if latent.is_some() {
             ensure!(
                 rope_scaling == RopeScaling::None && partial_rotary_factor == 1.0,
@@ -390,7 +417,7 @@ impl CausalLmConfig {
             family,
             vocab_size: fields.size("vocab_size")?,
             hidden_size,
-            intermediate_size: fields.size("intermediate_size")?,
+            intermediate_size,
             num_hidden_layers,
             num_attention_heads,
             num_key_value_heads,
@@ -404,12 +431,16 @@ impl CausalLmConfig {
             qkv_bias,
             output_bias,
             mlp_bias,
-            qk_norm: matches!(family, LmFamily::Qwen3 | LmFamily::Gemma3),
+            qk_norm: matches!(
+                family,
+                LmFamily::Qwen3 | LmFamily::Qwen3Moe | LmFamily::Gemma3
+            ),
             activation,
             tie_word_embeddings,
             sliding_windows,
             gemma,
             latent,
+            experts,
             eos_token_ids: token_ids(fields.get("eos_token_id"), "config.json eos_token_id")?,
         })
     }
@@ -577,14 +608,14 @@ fn sliding_windows(
 ) -> Result<Vec<Option<usize>>, AttnError> {
     let window = match family {
         LmFamily::Llama | LmFamily::DeepseekV3 => None,
-        LmFamily::Qwen2 | LmFamily::Qwen3 => {
+        LmFamily::Qwen2 | LmFamily::Qwen3 | LmFamily::Qwen3Moe => {
             if fields.bool_opt("use_sliding_window")?.unwrap_or(false) {
                 fields.usize_opt("sliding_window")?
             } else {
                 None
             }
         }
-        LmFamily::Mistral => fields.usize_opt("sliding_window")?,
+        LmFamily::Mistral | LmFamily::Mixtral => fields.usize_opt("sliding_window")?,
         LmFamily::Gemma2 | LmFamily::Gemma3 => {
             Some(fields.usize_opt("sliding_window")?.unwrap_or(4096))
         }
@@ -596,7 +627,11 @@ fn sliding_windows(
         window >= 2,
         "config.json field sliding_window is {window}: must be at least 2 (the query and one key before it)"
     );
-    if family == LmFamily::Mistral {
+    // Every layer slides in these; the others choose per layer.
+    if matches!(
+        family,
+        LmFamily::Mistral | LmFamily::Mixtral | LmFamily::Qwen3Moe
+    ) {
         return Ok(vec![Some(window); layers]);
     }
     let kinds: Vec<bool> = match fields.get("layer_types") {
@@ -644,6 +679,75 @@ fn sliding_windows(
         .into_iter()
         .map(|sliding| sliding.then_some(window))
         .collect())
+}
+
+/// The experts of a `mixtral` or `qwen3_moe` config (`None` for the dense families).
+fn experts(
+    fields: &Fields<'_>,
+    family: LmFamily,
+    layers: usize,
+    intermediate_size: usize,
+) -> Result<Option<ExpertSettings>, AttnError> {
+    let (n_experts, d_ff, renormalize, sparse) = match family {
+        LmFamily::Mixtral => (
+            fields.size("num_local_experts")?,
+            intermediate_size,
+            true,
+            vec![true; layers],
+        ),
+        LmFamily::Qwen3Moe => {
+            let step = fields.usize_opt("decoder_sparse_step")?.unwrap_or(1);
+            ensure!(
+                step >= 1,
+                "config.json field decoder_sparse_step is 0: must be at least 1"
+            );
+            let dense: Vec<u64> = match fields.get("mlp_only_layers") {
+                None => Vec::new(),
+                Some(Value::Array(ids)) => ids
+                    .iter()
+                    .map(|id| {
+                        id.as_u64().filter(|&i| (i as usize) < layers).ok_or_else(|| {
+                            AttnError::new(format!(
+                                "config.json mlp_only_layers has {id}: must be layer numbers below num_hidden_layers {layers}"
+                            ))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(other) => {
+                    return Err(AttnError::new(format!(
+                        "config.json field mlp_only_layers is {other}: must be a list"
+                    )))
+                }
+            };
+            let sparse = (0..layers)
+                .map(|i| !dense.contains(&(i as u64)) && (i + 1) % step == 0)
+                .collect();
+            // 4.x writes `num_experts`, 5.x `num_local_experts` (its attribute map).
+            let n_experts = match fields.get("num_experts") {
+                Some(_) => fields.size("num_experts")?,
+                None => fields.size("num_local_experts")?,
+            };
+            (
+                n_experts,
+                fields.size("moe_intermediate_size")?,
+                fields.bool_opt("norm_topk_prob")?.unwrap_or(false),
+                sparse,
+            )
+        }
+        _ => return Ok(None),
+    };
+    let top_k = fields.size("num_experts_per_tok")?;
+    ensure!(
+        top_k <= n_experts,
+        "config.json num_experts_per_tok {top_k} is more than the {n_experts} experts"
+    );
+    Ok(Some(ExpertSettings {
+        n_experts,
+        top_k,
+        d_ff,
+        renormalize,
+        layers: sparse,
+    }))
 }
 
 /// DeepSeek-V3's latent widths; a config with mixture-of-experts layers is refused.

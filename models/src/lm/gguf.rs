@@ -27,7 +27,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::{json, Map, Value};
 
 use super::config::{CausalLmConfig, LmFamily};
-use super::model::{CausalLm, LmAttention};
+use super::model::{CausalLm, LmAttention, LmFeedForward};
 use crate::error::ensure;
 use crate::gguf::{GgufFile, TensorInfo};
 use crate::norm::RmsNorm;
@@ -485,9 +485,12 @@ impl CausalLm {
             }
             let ff = config.intermediate_size;
             let bias = config.mlp_bias;
-            layer.mlp.gate_proj = load.projection(&blk("ffn_gate"), ff, width, bias, None)?;
-            layer.mlp.up_proj = load.projection(&blk("ffn_up"), ff, width, bias, None)?;
-            layer.mlp.down_proj = load.projection(&blk("ffn_down"), width, ff, bias, None)?;
+            let LmFeedForward::Dense(mlp) = &mut layer.mlp else {
+                unreachable!("the GGUF architectures read here have no experts")
+            };
+            mlp.gate_proj = load.projection(&blk("ffn_gate"), ff, width, bias, None)?;
+            mlp.up_proj = load.projection(&blk("ffn_up"), ff, width, bias, None)?;
+            mlp.down_proj = load.projection(&blk("ffn_down"), width, ff, bias, None)?;
         }
         Ok(model)
     }

@@ -10,8 +10,8 @@ pub mod gguf;
 pub mod model;
 pub mod perplexity;
 
-pub use config::{CausalLmConfig, GemmaSettings, LatentWidths, LmFamily};
+pub use config::{CausalLmConfig, ExpertSettings, GemmaSettings, LatentWidths, LmFamily};
 pub use generate::{argmax, Generation, GenerationConfig, Sampling};
 pub use gguf::{gguf_config, GgufWeights};
-pub use model::{CausalLm, LmAttention, LmCache, LmLayer};
+pub use model::{CausalLm, LmAttention, LmCache, LmFeedForward, LmLayer};
 pub use perplexity::Perplexity;

@@ -40,7 +40,7 @@ use crate::finite::non_finite_parameters;
 use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::{RotaryConfig, RotaryEncoding};
 use crate::quant::{Project, Projection, TokenEmbedding};
-use crate::transformer::{GatedFeedForward, GatedFeedForwardConfig};
+use crate::transformer::{GatedFeedForward, GatedFeedForwardConfig, SparseMoe, SparseMoeConfig};
 use crate::AttnError;
 
 /// A layer's attention: multi-head (with RoPE from the model) or latent (MLA, its own RoPE).
@@ -67,8 +67,29 @@ pub struct LmLayer {
     pub pre_feedforward_layernorm: Option<RmsNorm>,
     /// Gemma 2: the norm of the feed-forward block's output.
     pub post_feedforward_layernorm: Option<RmsNorm>,
+    /// The feed-forward block.
+    pub mlp: LmFeedForward,
+}
+
+/// A layer's feed-forward block: dense, or a mixture of experts.
+// One per layer, built once: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Module, Debug)]
+pub enum LmFeedForward {
     /// The gated feed-forward block.
-    pub mlp: GatedFeedForward<Projection>,
+    Dense(GatedFeedForward<Projection>),
+    /// Experts chosen per token by a router (Mixtral, Qwen3-MoE).
+    Experts(SparseMoe<Projection>),
+}
+
+impl LmFeedForward {
+    /// `x [B, T, D]` → `[B, T, D]`.
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        match self {
+            LmFeedForward::Dense(mlp) => mlp.forward(x),
+            LmFeedForward::Experts(moe) => moe.forward(x),
+        }
+    }
 }
 
 /// A decoder LM; see the module docs.
@@ -171,7 +192,8 @@ impl CausalLmConfig {
         let layers = self
             .sliding_windows
             .iter()
-            .map(|window| -> Result<LmLayer, AttnError> {
+            .enumerate()
+            .map(|(index, window)| -> Result<LmLayer, AttnError> {
                 let pattern = match window {
                     // transformers' window W holds the query and W − 1 keys before it.
                     Some(window) => KeyPattern::Window {
@@ -206,11 +228,27 @@ impl CausalLmConfig {
                     post_feedforward_layernorm: sandwich
                         .then(|| norm(self.hidden_size))
                         .transpose()?,
-                    mlp: GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
-                        .with_activation(self.activation)
-                        .with_bias(self.mlp_bias)
-                        .try_init(device)?
-                        .map_projections(Projection::from),
+                    mlp: match &self.experts {
+                        Some(experts) if experts.layers[index] => LmFeedForward::Experts(
+                            SparseMoeConfig::new(
+                                self.hidden_size,
+                                experts.d_ff,
+                                experts.n_experts,
+                                experts.top_k,
+                            )
+                            .with_renormalize(experts.renormalize)
+                            .with_activation(self.activation)
+                            .try_init(device)?
+                            .map_projections(Projection::from),
+                        ),
+                        _ => LmFeedForward::Dense(
+                            GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
+                                .with_activation(self.activation)
+                                .with_bias(self.mlp_bias)
+                                .try_init(device)?
+                                .map_projections(Projection::from),
+                        ),
+                    },
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -293,9 +331,15 @@ impl CausalLmConfig {
     }
 }
 
-/// Hugging Face names → this module's, applied in order, for multi-head layers.
-const MULTI_HEAD_KEYS: [(&str, &str); 7] = [
+/// Hugging Face names → this module's, applied in order, for multi-head layers (Mixtral's
+/// checkpoints name the experts' block `block_sparse_moe` and their projections `w1` (gate),
+/// `w3` (up), `w2` (down)).
+const MULTI_HEAD_KEYS: [(&str, &str); 11] = [
     (r"^model\.", ""),
+    (r"^(layers\.\d+)\.block_sparse_moe\.", "$1.mlp."),
+    (r"^(layers\.\d+\.mlp\.experts\.\d+)\.w1\.", "$1.gate_proj."),
+    (r"^(layers\.\d+\.mlp\.experts\.\d+)\.w3\.", "$1.up_proj."),
+    (r"^(layers\.\d+\.mlp\.experts\.\d+)\.w2\.", "$1.down_proj."),
     (r"^(layers\.\d+\.self_attn)\.q_proj\.", "$1.query."),
     (r"^(layers\.\d+\.self_attn)\.k_proj\.", "$1.key."),
     (r"^(layers\.\d+\.self_attn)\.v_proj\.", "$1.value."),

@@ -6,6 +6,8 @@ pub mod encoder;
 pub mod feed_forward;
 pub mod gated_feed_forward;
 pub mod layer;
+pub mod moe;
+mod torch_top_k;
 pub mod variant;
 
 pub use bert::{l2_normalize, Bert, BertConfig, Pooling};
@@ -14,4 +16,5 @@ pub use encoder::{Encoder, EncoderConfig, EncoderLayer};
 pub use feed_forward::{FeedForward, FeedForwardActivation, FeedForwardConfig};
 pub use gated_feed_forward::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 pub use layer::LayerConfig;
+pub use moe::{SparseMoe, SparseMoeConfig};
 pub use variant::{AttentionVariant, VariantAttention, VariantCache};

@@ -138,6 +138,17 @@ def cases():
                                      decoder_sparse_step=1, mlp_only_layers=[1], max_position_embeddings=64,
                                      rope_parameters=rope("default"), **{**common, "num_hidden_layers": 3}),
          {}),
+        # DeepSeek-V3 with its experts: layer 0 dense (first_k_dense_replace), layers 1-2 a
+        # mixture of 6 experts in 3 groups (2 searched), 2 per token, one shared expert,
+        # routed_scaling_factor 2.5, a random e_score_correction_bias.
+        ("deepseek_v3_moe", DeepseekV3Config(hidden_size=32, intermediate_size=40, moe_intermediate_size=10,
+                                             num_attention_heads=4, num_key_value_heads=4, n_routed_experts=6,
+                                             n_shared_experts=1, num_experts_per_tok=2, n_group=3, topk_group=2,
+                                             first_k_dense_replace=1, routed_scaling_factor=2.5,
+                                             kv_lora_rank=8, q_lora_rank=12, qk_nope_head_dim=6,
+                                             qk_rope_head_dim=4, v_head_dim=5, max_position_embeddings=64,
+                                             rope_parameters=rope("default"),
+                                             **{**common, "num_hidden_layers": 3}), {}),
     ]
 
 
@@ -154,6 +165,9 @@ def randomise(model, seed):
                 p.copy_(torch.randn(p.shape, generator=g))
             else:
                 p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[-1]))
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.05 * torch.randn(b.shape, generator=g))
 
 
 def tokenizer(folder, chat):

@@ -22,6 +22,7 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import (
+    DeepseekV3Config,
     Gemma2Config,
     GemmaConfig,
     GptOssConfig,
@@ -49,6 +50,7 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
+from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3MoE
 from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
 from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeSparseMoeBlock
 from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
@@ -285,7 +287,7 @@ def moes():
     `experts.down_proj [E, D, I]`) written per expert as checkpoints hold them
     (`experts.<e>.gate_proj.weight`, `up_proj`, `down_proj`, gradients likewise). The router's rows
     of experts 1 and 3 are equal, so their probabilities tie for every token: where they compete
-    for the last place, torch.topk's choice is the one compared."""
+    for the last place, torch.topk's choice is the one compared. Then DeepSeek-V3's block."""
     hidden, intermediate, experts, top_k = 12, 10, 5, 2
     x = randn(2, 7, hidden)
     cases = (
@@ -301,27 +303,53 @@ def moes():
         module = randomize(cls(config), scale=0.5)
         with torch.no_grad():
             module.gate.weight[3] = module.gate.weight[1]
-        outputs, seeds, grads = with_gradients(
-            module, {"hidden_states": x}, lambda hidden_states: {"output": module(hidden_states)})
-        params = {"gate.weight": module.gate.weight}
-        split = {"gate.weight": grads.pop("gate.weight"), "hidden_states": grads.pop("hidden_states")}
-        gate_up, down = grads.pop("experts.gate_up_proj"), grads.pop("experts.down_proj")
-        assert not grads, grads.keys()
-        for e in range(experts):
-            for part, weight, grad in (("gate_proj", module.experts.gate_up_proj[e, :intermediate],
-                                        gate_up[e, :intermediate]),
-                                       ("up_proj", module.experts.gate_up_proj[e, intermediate:],
-                                        gate_up[e, intermediate:]),
-                                       ("down_proj", module.experts.down_proj[e], down[e])):
-                params[f"experts.{e}.{part}.weight"] = weight
-                split[f"experts.{e}.{part}.weight"] = grad
-        probabilities = torch.softmax(x.reshape(-1, hidden) @ module.gate.weight.T, dim=-1)
-        top = probabilities.topk(top_k + 1, dim=-1).values
-        ties = int((top[:, top_k - 1] == top[:, top_k]).sum())
-        print(f"{name}: {ties} of {probabilities.shape[0]} tokens tie for the last place")
-        write(name, kind, {"hidden_size": hidden, "intermediate_size": intermediate, "num_experts": experts,
-                           "num_experts_per_tok": top_k, "renormalize": renormalize, "hidden_act": "silu"},
-              params=params, inputs={"hidden_states": x}, outputs=outputs, grads=split, seeds=seeds)
+        moe_case(name, kind, module, x, experts, top_k, intermediate,
+                 {"hidden_size": hidden, "intermediate_size": intermediate, "num_experts": experts,
+                  "num_experts_per_tok": top_k, "renormalize": renormalize, "hidden_act": "silu"},
+                 lambda p: torch.softmax(p, dim=-1))
+    # DeepSeek-V3: sigmoid scores, a random correction bias (a buffer: no gradient), 6 experts in
+    # 3 groups of which 2 are searched, 2 per token, one shared expert, routed_scaling_factor 2.5.
+    # Experts 1 and 3 (different groups) share a router row and a bias, so they tie where they compete.
+    experts = 6
+    config = DeepseekV3Config(hidden_size=hidden, moe_intermediate_size=intermediate, n_routed_experts=experts,
+                              num_experts_per_tok=top_k, n_group=3, topk_group=2, n_shared_experts=1,
+                              routed_scaling_factor=2.5, norm_topk_prob=True)
+    config._experts_implementation = "eager"
+    module = randomize(DeepseekV3MoE(config), scale=0.5)
+    with torch.no_grad():
+        module.gate.weight[3] = module.gate.weight[1]
+        module.gate.e_score_correction_bias.copy_(randn(experts, scale=0.05))
+        module.gate.e_score_correction_bias[3] = module.gate.e_score_correction_bias[1]
+    moe_case("deepseek_v3_moe", "DeepseekV3MoE", module, x, experts, top_k, intermediate,
+             {"hidden_size": hidden, "intermediate_size": intermediate, "num_experts": experts,
+              "num_experts_per_tok": top_k, "renormalize": True, "hidden_act": "silu", "n_group": 3,
+              "topk_group": 2, "n_shared_experts": 1, "routed_scaling_factor": 2.5},
+             lambda p: torch.sigmoid(p) + module.gate.e_score_correction_bias)
+
+
+def moe_case(name, kind, module, x, experts, top_k, intermediate, config, choosing):
+    """Writes one MoE fixture: outputs, gradients, the fused expert tensors split per expert;
+    prints how many tokens tie for the last chosen place under `choosing` (router logits -> the
+    scores the choice is made from)."""
+    outputs, seeds, grads = with_gradients(
+        module, {"hidden_states": x}, lambda hidden_states: {"output": module(hidden_states)})
+    params = {k: v for k, v in module.state_dict().items() if not k.startswith("experts.")}
+    gate_up, down = grads.pop("experts.gate_up_proj"), grads.pop("experts.down_proj")
+    split = dict(grads)
+    for e in range(experts):
+        for part, weight, grad in (("gate_proj", module.experts.gate_up_proj[e, :intermediate],
+                                    gate_up[e, :intermediate]),
+                                   ("up_proj", module.experts.gate_up_proj[e, intermediate:],
+                                    gate_up[e, intermediate:]),
+                                   ("down_proj", module.experts.down_proj[e], down[e])):
+            params[f"experts.{e}.{part}.weight"] = weight
+            split[f"experts.{e}.{part}.weight"] = grad
+    scores = choosing(x.reshape(-1, x.shape[-1]) @ module.gate.weight.T)
+    top = scores.topk(top_k + 1, dim=-1).values
+    ties = int((top[:, top_k - 1] == top[:, top_k]).sum())
+    print(f"{name}: {ties} of {scores.shape[0]} tokens tie for the last place")
+    write(name, kind, config, params=params, inputs={"hidden_states": x}, outputs=outputs, grads=split,
+          seeds=seeds)
 
 
 def main():

@@ -250,13 +250,22 @@ fn a_folder_that_does_not_fit_is_an_error_naming_the_problem() {
     });
     let error = load_error(dir.path());
     assert!(error.contains("missing weight lm_head.weight"), "{error}");
-    // Mixture-of-experts layers are refused by name.
+    // Experts asked of a dense file: the first missing expert tensors are named.
     let dir = edited("deepseek_v3", |c| {
         c.insert("first_k_dense_replace".into(), 1.into());
     });
     let error = load_error(dir.path());
     assert!(
-        error.contains("first_k_dense_replace 1") && error.contains("not supported"),
+        error.contains("missing weight layers.1.mlp.experts.0."),
+        "{error}"
+    );
+    // DeepSeek's groups must split the experts.
+    let dir = edited("deepseek_v3_moe", |c| {
+        c.insert("n_group".into(), 4.into());
+    });
+    let error = load_error(dir.path());
+    assert!(
+        error.contains("n_routed_experts 6 does not split into n_group 4"),
         "{error}"
     );
     // Experts: more per token than there are, a config with more experts than the file holds

@@ -16,7 +16,9 @@ use attnzoo_models::attention::{
 };
 use attnzoo_models::norm::RmsNormConfig;
 use attnzoo_models::position::{RopeScaling, RotaryConfig, RotaryEncoding};
-use attnzoo_models::transformer::{GatedActivation, GatedFeedForwardConfig, SparseMoeConfig};
+use attnzoo_models::transformer::{
+    GatedActivation, GatedFeedForwardConfig, Routing, SparseMoeConfig,
+};
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -25,7 +27,7 @@ use serde_json::Value;
 use super::{check_gradients, compare, fixtures_of, Fixture, Leaf};
 
 /// The kinds this file runs.
-const KINDS: [&str; 12] = [
+const KINDS: [&str; 13] = [
     "LlamaRMSNorm",
     "Gemma2RMSNorm",
     "LlamaMLP",
@@ -38,6 +40,7 @@ const KINDS: [&str; 12] = [
     "GptOssAttention",
     "MixtralSparseMoeBlock",
     "Qwen3MoeSparseMoeBlock",
+    "DeepseekV3MoE",
 ];
 
 /// Whether `kind` is one of this file's.
@@ -161,18 +164,43 @@ fn build(
             run.outputs
                 .push(("output".into(), mlp.forward(x).unsqueeze()));
         }
-        "MixtralSparseMoeBlock" | "Qwen3MoeSparseMoeBlock" => {
+        "MixtralSparseMoeBlock" | "Qwen3MoeSparseMoeBlock" | "DeepseekV3MoE" => {
             let experts = fixture.usize("num_experts");
+            let renormalize = fixture.config["renormalize"].as_bool() == Some(true);
+            let d_ff = fixture.usize("intermediate_size");
+            let deepseek = fixture.kind == "DeepseekV3MoE";
+            let routing = if deepseek {
+                Routing::SigmoidGroups {
+                    n_group: fixture.usize("n_group"),
+                    topk_group: fixture.usize("topk_group"),
+                    renormalize,
+                    scaling: number(&fixture.config, "routed_scaling_factor")?,
+                }
+            } else {
+                Routing::Softmax { renormalize }
+            };
             let mut moe = SparseMoeConfig::new(
                 fixture.usize("hidden_size"),
-                fixture.usize("intermediate_size"),
+                d_ff,
                 experts,
                 fixture.usize("num_experts_per_tok"),
             )
-            .with_renormalize(fixture.config["renormalize"].as_bool() == Some(true))
+            .with_routing(routing)
+            .with_shared_d_ff(deepseek.then(|| d_ff * fixture.usize("n_shared_experts")))
             .try_init(device)
             .map_err(err)?;
             moe.gate = run.linear(fixture, "gate", device);
+            if deepseek {
+                // A buffer in the reference: loaded, no gradient.
+                moe.e_score_correction_bias = Some(
+                    Param::from_tensor(fixture.float("param.gate.e_score_correction_bias", device))
+                        .set_require_grad(false),
+                );
+                let shared = moe.shared_experts.as_mut().expect("shared experts");
+                shared.gate_proj = run.linear(fixture, "shared_experts.gate_proj", device);
+                shared.up_proj = run.linear(fixture, "shared_experts.up_proj", device);
+                shared.down_proj = run.linear(fixture, "shared_experts.down_proj", device);
+            }
             for (e, expert) in moe.experts.iter_mut().enumerate() {
                 expert.gate_proj = run.linear(fixture, &format!("experts.{e}.gate_proj"), device);
                 expert.up_proj = run.linear(fixture, &format!("experts.{e}.up_proj"), device);

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ensure;
 use crate::position::RopeScaling;
-use crate::transformer::GatedActivation;
+use crate::transformer::{GatedActivation, Routing};
 use crate::AttnError;
 
 /// The model families this crate loads, by `config.json`'s `model_type`.
@@ -33,7 +33,8 @@ pub enum LmFamily {
     /// `gemma3_text`: Gemma 2 with QK-norm (`1 + w`), no soft-capping by default, five sliding
     /// layers to one global, and a RoPE base of its own for the sliding layers.
     Gemma3,
-    /// `deepseek_v3` with dense feed-forward layers: multi-head latent attention.
+    /// `deepseek_v3`: multi-head latent attention; a [`SparseMoe`](crate::transformer::SparseMoe)
+    /// with DeepSeek's routing and shared experts after the first `first_k_dense_replace` layers.
     DeepseekV3,
     /// `mixtral`: Mistral with a [`SparseMoe`](crate::transformer::SparseMoe) in every layer
     /// (softmax router, top-k renormalised).
@@ -167,17 +168,21 @@ pub struct CausalLmConfig {
     pub eos_token_ids: Vec<u32>,
 }
 
-/// The mixture of experts of `mixtral` and `qwen3_moe` layers, in `transformers`' names.
+/// The mixture of experts of `mixtral`, `qwen3_moe` and `deepseek_v3` layers, in
+/// `transformers`' names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExpertSettings {
-    /// `num_local_experts` (Mixtral; Qwen3-MoE as 5.x writes it), `num_experts` (Qwen3-MoE, 4.x).
+    /// `num_local_experts` (Mixtral; Qwen3-MoE as 5.x writes it), `num_experts` (Qwen3-MoE, 4.x),
+    /// `n_routed_experts` (DeepSeek).
     pub n_experts: usize,
     /// `num_experts_per_tok`.
     pub top_k: usize,
     /// Each expert's hidden width: `intermediate_size` (Mixtral), `moe_intermediate_size`.
     pub d_ff: usize,
-    /// The chosen weights renormalised to sum to 1 (Mixtral; Qwen3-MoE's `norm_topk_prob`).
-    pub renormalize: bool,
+    /// How the router chooses and weighs (softmax; DeepSeek's sigmoid groups).
+    pub routing: Routing,
+    /// DeepSeek's shared experts' width, `n_shared_experts × moe_intermediate_size`.
+    pub shared_d_ff: Option<usize>,
     /// Per layer, whether it has the experts (else a dense block of `intermediate_size`).
     pub layers: Vec<bool>,
 }
@@ -401,7 +406,7 @@ impl CausalLmConfig {
             _ => None,
         };
         let latent = match family {
-            LmFamily::DeepseekV3 => Some(latent(&fields, num_hidden_layers)?),
+            LmFamily::DeepseekV3 => Some(latent(&fields)?),
             _ => None,
         };
         let intermediate_size = fields.size("intermediate_size")?;
@@ -688,13 +693,36 @@ fn experts(
     layers: usize,
     intermediate_size: usize,
 ) -> Result<Option<ExpertSettings>, AttnError> {
-    let (n_experts, d_ff, renormalize, sparse) = match family {
+    let mut shared_d_ff = None;
+    let (n_experts, d_ff, routing, sparse) = match family {
         LmFamily::Mixtral => (
             fields.size("num_local_experts")?,
             intermediate_size,
-            true,
+            Routing::Softmax { renormalize: true },
             vec![true; layers],
         ),
+        LmFamily::DeepseekV3 => {
+            let dense = fields.usize_opt("first_k_dense_replace")?.unwrap_or(3);
+            let n_experts = fields.usize_opt("n_routed_experts")?.unwrap_or(256);
+            if dense >= layers || n_experts == 0 {
+                return Ok(None);
+            }
+            let d_ff = fields.size("moe_intermediate_size")?;
+            let shared = fields.usize_opt("n_shared_experts")?.unwrap_or(1);
+            shared_d_ff = (shared > 0).then_some(shared * d_ff);
+            let routing = Routing::SigmoidGroups {
+                n_group: fields.size("n_group")?,
+                topk_group: fields.size("topk_group")?,
+                renormalize: fields.bool_opt("norm_topk_prob")?.unwrap_or(true),
+                scaling: fields.f64_opt("routed_scaling_factor")?.unwrap_or(2.5),
+            };
+            (
+                n_experts,
+                d_ff,
+                routing,
+                (0..layers).map(|i| i >= dense).collect(),
+            )
+        }
         LmFamily::Qwen3Moe => {
             let step = fields.usize_opt("decoder_sparse_step")?.unwrap_or(1);
             ensure!(
@@ -730,7 +758,9 @@ fn experts(
             (
                 n_experts,
                 fields.size("moe_intermediate_size")?,
-                fields.bool_opt("norm_topk_prob")?.unwrap_or(false),
+                Routing::Softmax {
+                    renormalize: fields.bool_opt("norm_topk_prob")?.unwrap_or(false),
+                },
                 sparse,
             )
         }
@@ -741,23 +771,38 @@ fn experts(
         top_k <= n_experts,
         "config.json num_experts_per_tok {top_k} is more than the {n_experts} experts"
     );
+    if let Routing::SigmoidGroups {
+        n_group,
+        topk_group,
+        scaling,
+        ..
+    } = routing
+    {
+        ensure!(
+            n_experts % n_group == 0 && n_experts / n_group >= 2,
+            "config.json n_routed_experts {n_experts} does not split into n_group {n_group} groups of at least 2"
+        );
+        ensure!(
+            topk_group <= n_group && topk_group * (n_experts / n_group) >= top_k,
+            "config.json topk_group {topk_group} of n_group {n_group} holds fewer than num_experts_per_tok {top_k} experts"
+        );
+        ensure!(
+            scaling > 0.0,
+            "config.json field routed_scaling_factor is {scaling}: must be positive"
+        );
+    }
     Ok(Some(ExpertSettings {
         n_experts,
         top_k,
         d_ff,
-        renormalize,
+        routing,
+        shared_d_ff,
         layers: sparse,
     }))
 }
 
-/// DeepSeek-V3's latent widths; a config with mixture-of-experts layers is refused.
-fn latent(fields: &Fields<'_>, layers: usize) -> Result<LatentWidths, AttnError> {
-    let dense = fields.usize_opt("first_k_dense_replace")?.unwrap_or(3);
-    let experts = fields.usize_opt("n_routed_experts")?.unwrap_or(256);
-    ensure!(
-        dense >= layers || experts == 0,
-        "config.json first_k_dense_replace {dense} < num_hidden_layers {layers}: layers {dense}.. are mixture-of-experts (n_routed_experts {experts}), which are not supported; only dense deepseek_v3 models load"
-    );
+/// DeepSeek-V3's latent widths.
+fn latent(fields: &Fields<'_>) -> Result<LatentWidths, AttnError> {
     Ok(LatentWidths {
         kv_lora_rank: fields.size("kv_lora_rank")?,
         q_lora_rank: fields.usize_opt("q_lora_rank")?,

@@ -8,7 +8,8 @@
 //! where `Norm` is [`RmsNorm`] (Gemma's `(1 + w)` form for `gemma2`), `Attn` is causal
 //! [`MultiHead`] attention with RoPE (grouped-query; biases, QK-norm, a sliding window,
 //! soft-capped scores as the config says) or DeepSeek's [`MultiHeadLatent`], `FFN` is the
-//! [`GatedFeedForward`] (SwiGLU, or GeGLU for Gemma), `Post₁`, `Post₂` are Gemma 2's extra norms
+//! [`GatedFeedForward`] (SwiGLU, or GeGLU for Gemma) or a [`SparseMoe`] of them (Mixtral,
+//! Qwen3-MoE, DeepSeek-V3), `Post₁`, `Post₂` are Gemma 2's extra norms
 //! (the identity otherwise), `s = √D` for Gemma 2 (1 otherwise), `W_out` is `lm_head` or `Eᵀ`
 //! (tied embeddings) and `cap` Gemma 2's final soft-cap.
 //!
@@ -236,7 +237,8 @@ impl CausalLmConfig {
                                 experts.n_experts,
                                 experts.top_k,
                             )
-                            .with_renormalize(experts.renormalize)
+                            .with_routing(experts.routing)
+                            .with_shared_d_ff(experts.shared_d_ff)
                             .with_activation(self.activation)
                             .try_init(device)?
                             .map_projections(Projection::from),
@@ -322,7 +324,9 @@ impl CausalLmConfig {
             widths.v_head_dim,
         )
         .with_q_lora_rank(widths.q_lora_rank)
-        .with_rms_norm_eps(self.rms_norm_eps)
+        // transformers' DeepseekV3Attention builds its latent norms with RMSNorm's default eps,
+        // 1e-6, whatever `rms_norm_eps` says (as DeepSeek's own modeling code).
+        .with_rms_norm_eps(1e-6)
         .with_rope_base(self.rope_theta)
         .with_rope_interleaved(widths.rope_interleave)
         .with_bias(self.output_bias)
@@ -348,9 +352,14 @@ const MULTI_HEAD_KEYS: [(&str, &str); 11] = [
     (r"^(layers\.\d+\.self_attn)\.k_norm\.", "$1.key_norm."),
 ];
 
-/// The same for latent layers (whose other names are `transformers`' own).
-const LATENT_KEYS: [(&str, &str); 3] = [
+/// The same for latent layers (whose other names are `transformers`' own; the router's bias
+/// sits beside the router here, not in it).
+const LATENT_KEYS: [(&str, &str); 4] = [
     (r"^model\.", ""),
+    (
+        r"^(layers\.\d+\.mlp)\.gate\.e_score_correction_bias$",
+        "$1.e_score_correction_bias",
+    ),
     (r"^(layers\.\d+\.self_attn)\.q_proj\.", "$1.query."),
     (
         r"^(layers\.\d+\.self_attn)\.(q_a_proj|q_a_layernorm|q_b_proj)\.",

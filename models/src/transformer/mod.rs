@@ -16,5 +16,5 @@ pub use encoder::{Encoder, EncoderConfig, EncoderLayer};
 pub use feed_forward::{FeedForward, FeedForwardActivation, FeedForwardConfig};
 pub use gated_feed_forward::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 pub use layer::LayerConfig;
-pub use moe::{SparseMoe, SparseMoeConfig};
+pub use moe::{Routing, SparseMoe, SparseMoeConfig};
 pub use variant::{AttentionVariant, VariantAttention, VariantCache};

@@ -1,11 +1,16 @@
 //! A sparse mixture of experts (Shazeer et al. 2017, "Outrageously Large Neural Networks"; Jiang
-//! et al. 2024, "Mixtral of Experts"): a router scores the experts for each token, the `k` best
-//! run on it, and their outputs are summed, weighted by the router:
+//! et al. 2024, "Mixtral of Experts"; DeepSeek-AI 2024, "DeepSeek-V3"): a router scores the
+//! experts for each token, the `k` best run on it, and their outputs are summed, weighted by the
+//! router, plus shared experts every token runs:
 //!
-//! `p = softmax(x W_gateᵀ)`, `S = top_k(p)`, `y = Σ_{e ∈ S} w_e FFN_e(x)`
+//! `y = Σ_{e ∈ S} w_e FFN_e(x) + FFN_shared(x)`
 //!
-//! with `w_e = p_e / Σ_{e' ∈ S} p_e'` when the chosen weights are renormalised (Mixtral;
-//! Qwen3-MoE's `norm_topk_prob`), else `w_e = p_e`. Each `FFN_e` is a [`GatedFeedForward`]. Only
+//! [`Routing::Softmax`] (Mixtral, Qwen3-MoE): `p = softmax(x W_gateᵀ)`, `S = top_k(p)`,
+//! `w_e = p_e / Σ_{e' ∈ S} p_e'` when renormalised (Mixtral; Qwen3-MoE's `norm_topk_prob`), else
+//! `p_e`. [`Routing::SigmoidGroups`] (DeepSeek-V3): `s = σ(x W_gateᵀ)`; the choice from `s + b`
+//! (`e_score_correction_bias`, for the choice only) among the experts of the `topk_group` best of
+//! `n_group` groups (a group scores the sum of its two best), `w_e = s_e` (over `Σ_S s + 10⁻²⁰`
+//! when renormalised) times `routed_scaling_factor`. Each `FFN_e` is a [`GatedFeedForward`]. Only
 //! the chosen experts' rows are computed: the tokens are gathered per expert, and each expert's
 //! outputs added back at their rows. Ties in `p` go where `torch.topk` puts them
 //! (`transformer/torch_top_k.rs` reproduces its CPU kernel).
@@ -14,9 +19,9 @@
 //! `gate`).
 
 use burn::config::Config;
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::softmax;
+use burn::tensor::activation::{sigmoid, softmax};
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use super::torch_top_k::torch_top_k;
@@ -48,13 +53,37 @@ pub struct SparseMoeConfig {
     pub n_experts: usize,
     /// Experts per token (`num_experts_per_tok`).
     pub top_k: usize,
-    /// Renormalise the chosen experts' weights to sum to 1 (Mixtral always; Qwen3-MoE's
-    /// `norm_topk_prob`).
-    #[config(default = true)]
-    pub renormalize: bool,
+    /// How the router chooses and weighs: softmax, renormalised, by default (Mixtral).
+    #[config(default = "Routing::Softmax { renormalize: true }")]
+    pub routing: Routing,
+    /// Hidden width of the shared experts every token runs (DeepSeek's `n_shared_experts ×
+    /// moe_intermediate_size`); none by default.
+    #[config(default = "None")]
+    pub shared_d_ff: Option<usize>,
     /// The experts' gate non-linearity: SiLU (SwiGLU) by default.
     #[config(default = "GatedActivation::Silu")]
     pub activation: GatedActivation,
+}
+
+/// How a router's scores choose and weigh the experts; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Routing {
+    /// Softmax over the experts, the top k, renormalised or not (Mixtral, Qwen3-MoE).
+    Softmax {
+        /// The chosen weights renormalised to sum to 1.
+        renormalize: bool,
+    },
+    /// DeepSeek-V3's: sigmoid scores, a bias for the choice, the top k within the best groups.
+    SigmoidGroups {
+        /// `n_group`: the experts split into this many equal groups.
+        n_group: usize,
+        /// `topk_group`: the groups the choice is made in.
+        topk_group: usize,
+        /// `norm_topk_prob`.
+        renormalize: bool,
+        /// `routed_scaling_factor`.
+        scaling: f64,
+    },
 }
 
 /// The router and the experts; see the module docs.
@@ -64,12 +93,17 @@ pub struct SparseMoe<P: Project = Linear> {
     pub gate: P,
     /// The experts.
     pub experts: Vec<GatedFeedForward<P>>,
+    /// The shared experts (DeepSeek's `shared_experts`).
+    pub shared_experts: Option<GatedFeedForward<P>>,
+    /// DeepSeek's `e_score_correction_bias [n_experts]` (a buffer: no gradient), for
+    /// [`Routing::SigmoidGroups`].
+    pub e_score_correction_bias: Option<Param<Tensor<1>>>,
     /// Experts per token.
     #[module(skip)]
     pub top_k: usize,
-    /// Whether the chosen weights are renormalised.
+    /// How the router chooses and weighs.
     #[module(skip)]
-    pub renormalize: bool,
+    pub routing: Routing,
 }
 
 impl SparseMoeConfig {
@@ -86,8 +120,32 @@ impl SparseMoeConfig {
             self.top_k,
             self.n_experts
         );
+        if let Routing::SigmoidGroups {
+            n_group,
+            topk_group,
+            scaling,
+            ..
+        } = self.routing
+        {
+            ensure!(
+                n_group >= 1 && self.n_experts % n_group == 0 && self.n_experts / n_group >= 2,
+                "the {} experts do not split into n_group {n_group} groups of at least 2",
+                self.n_experts
+            );
+            ensure!(
+                (1..=n_group).contains(&topk_group)
+                    && topk_group * (self.n_experts / n_group) >= self.top_k,
+                "topk_group {topk_group} must be 1 to n_group {n_group}, its groups holding the {} experts per token",
+                self.top_k
+            );
+            ensure!(
+                scaling.is_finite() && scaling > 0.0,
+                "routed_scaling_factor {scaling} must be a positive number"
+            );
+        }
         let expert =
             GatedFeedForwardConfig::new(self.d_model, self.d_ff).with_activation(self.activation);
+        let grouped = matches!(self.routing, Routing::SigmoidGroups { .. });
         Ok(SparseMoe {
             gate: LinearConfig::new(self.d_model, self.n_experts)
                 .with_bias(false)
@@ -95,8 +153,19 @@ impl SparseMoeConfig {
             experts: (0..self.n_experts)
                 .map(|_| expert.try_init(device))
                 .collect::<Result<_, _>>()?,
+            shared_experts: self
+                .shared_d_ff
+                .map(|d_ff| {
+                    GatedFeedForwardConfig::new(self.d_model, d_ff)
+                        .with_activation(self.activation)
+                        .try_init(device)
+                })
+                .transpose()?,
+            e_score_correction_bias: grouped.then(|| {
+                Param::from_tensor(Tensor::zeros([self.n_experts], device)).set_require_grad(false)
+            }),
             top_k: self.top_k,
-            renormalize: self.renormalize,
+            routing: self.routing,
         })
     }
 }
@@ -111,8 +180,12 @@ impl<P: Project> SparseMoe<P> {
                 .into_iter()
                 .map(|expert| expert.map_projections(&mut f))
                 .collect(),
+            shared_experts: self
+                .shared_experts
+                .map(|shared| shared.map_projections(&mut f)),
+            e_score_correction_bias: self.e_score_correction_bias,
             top_k: self.top_k,
-            renormalize: self.renormalize,
+            routing: self.routing,
         }
     }
 
@@ -123,23 +196,54 @@ impl<P: Project> SparseMoe<P> {
         let rows: usize = dims[..D - 1].iter().product();
         let device = x.device();
         let x = x.reshape([rows, width]);
-        let probabilities = softmax(self.gate.project(x.clone()), 1); // [N, E]
         let n_experts = self.experts.len();
-        let chosen: Vec<usize> = probabilities
-            .clone()
+        let logits = self.gate.project(x.clone()); // [N, E]
+        let (scores, choosing) = match self.routing {
+            Routing::Softmax { .. } => {
+                let p = softmax(logits, 1);
+                (p.clone(), p)
+            }
+            Routing::SigmoidGroups { .. } => {
+                let s = sigmoid(logits);
+                let bias = self
+                    .e_score_correction_bias
+                    .as_ref()
+                    .map(|b| b.val().unsqueeze());
+                let choosing = match bias {
+                    Some(bias) => s.clone() + bias,
+                    None => s.clone(),
+                };
+                (s, choosing)
+            }
+        };
+        let choosing = choosing
             .into_data()
             .convert::<f32>()
             .try_to_vec::<f32>()
-            .expect("a float tensor reads back as f32")
+            .expect("a float tensor reads back as f32");
+        let chosen: Vec<usize> = choosing
             .chunks(n_experts)
-            .flat_map(|row| torch_top_k(row, self.top_k))
+            .flat_map(|row| self.choose(row))
             .collect();
-        // The chosen weights, gathered from the probabilities so that gradients reach the router.
+        // The chosen weights, gathered from the scores so that gradients reach the router.
         let ids: Vec<i64> = chosen.iter().map(|&e| e as i64).collect();
         let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, self.top_k]), &device);
-        let mut weights = probabilities.gather(1, ids); // [N, k]
-        if self.renormalize {
-            weights = weights.clone() / weights.sum_dim(1);
+        let mut weights = scores.gather(1, ids); // [N, k]
+        match self.routing {
+            Routing::Softmax { renormalize: true } => {
+                weights = weights.clone() / weights.sum_dim(1);
+            }
+            Routing::Softmax { renormalize: false } => {}
+            Routing::SigmoidGroups {
+                renormalize,
+                scaling,
+                ..
+            } => {
+                if renormalize {
+                    weights = weights.clone() / (weights.sum_dim(1) + 1e-20);
+                }
+                weights = weights * scaling;
+            }
         }
         let weights = weights.reshape([rows * self.top_k, 1]);
         let mut y = Tensor::<2>::zeros([rows, width], &device);
@@ -159,7 +263,44 @@ impl<P: Project> SparseMoe<P> {
                 * weights.clone().select(0, slot_rows);
             y = y.select_assign(0, token_rows, out, IndexingUpdateOp::Add);
         }
+        if let Some(shared) = &self.shared_experts {
+            y = y + shared.forward(x);
+        }
         y.reshape(dims)
+    }
+
+    /// The experts one token's routing scores choose, as `transformers` (and `torch.topk`).
+    fn choose(&self, scores: &[f32]) -> Vec<usize> {
+        match self.routing {
+            Routing::Softmax { .. } => torch_top_k(scores, self.top_k),
+            Routing::SigmoidGroups {
+                n_group,
+                topk_group,
+                ..
+            } => {
+                let size = scores.len() / n_group;
+                let group_scores: Vec<f32> = scores
+                    .chunks(size)
+                    .map(|group| {
+                        let best = torch_top_k(group, 2);
+                        group[best[0]] + group[best[1]]
+                    })
+                    .collect();
+                let groups = torch_top_k(&group_scores, topk_group);
+                let masked: Vec<f32> = scores
+                    .iter()
+                    .enumerate()
+                    .map(|(e, &s)| {
+                        if groups.contains(&(e / size)) {
+                            s
+                        } else {
+                            f32::NEG_INFINITY
+                        }
+                    })
+                    .collect();
+                torch_top_k(&masked, self.top_k)
+            }
+        }
     }
 }
 
@@ -173,7 +314,7 @@ mod tests {
     fn each_token_gets_only_its_chosen_experts() {
         let device = Device::default();
         let moe = SparseMoeConfig::new(6, 5, 3, 1)
-            .with_renormalize(false)
+            .with_routing(Routing::Softmax { renormalize: false })
             .try_init(&device)
             .unwrap();
         let x = Tensor::<2>::random(

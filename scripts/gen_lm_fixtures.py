@@ -49,6 +49,7 @@ from transformers import (
     Qwen2Config,
     Qwen3Config,
     Qwen3MoeConfig,
+    SmolLM3Config,
 )
 
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "lm")
@@ -149,6 +150,12 @@ def cases():
                                              qk_rope_head_dim=4, v_head_dim=5, max_position_embeddings=64,
                                              rope_parameters=rope("default"),
                                              **{**common, "num_hidden_layers": 3}), {}),
+        # SmolLM3: every second layer without RoPE (no_rope_layer_interval 2), and those layers
+        # sliding (use_sliding_window, a window shorter than the prompts).
+        ("smollm3", SmolLM3Config(hidden_size=32, intermediate_size=40, num_attention_heads=4,
+                                  num_key_value_heads=2, max_position_embeddings=64, no_rope_layer_interval=2,
+                                  use_sliding_window=True, sliding_window=5, rope_parameters=rope("default"),
+                                  **{**common, "num_hidden_layers": 4}), {}),
     ]
 
 

@@ -42,6 +42,9 @@ pub enum LmFamily {
     /// `qwen3_moe`: Qwen3 with a [`SparseMoe`](crate::transformer::SparseMoe) in the layers
     /// `decoder_sparse_step` and `mlp_only_layers` choose (`norm_topk_prob`).
     Qwen3Moe,
+    /// `smollm3`: Llama whose layers `no_rope_layers` marks 0 have no RoPE (NoPE); sliding
+    /// windows, when on, on those layers.
+    SmolLm3,
 }
 
 impl LmFamily {
@@ -57,9 +60,10 @@ impl LmFamily {
             "deepseek_v3" => LmFamily::DeepseekV3,
             "mixtral" => LmFamily::Mixtral,
             "qwen3_moe" => LmFamily::Qwen3Moe,
+            "smollm3" => LmFamily::SmolLm3,
             other => {
                 return Err(AttnError::new(format!(
-                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, deepseek_v3, mixtral, qwen3_moe)"
+                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, deepseek_v3, mixtral, qwen3_moe, smollm3)"
                 )))
             }
         })
@@ -157,6 +161,8 @@ pub struct CausalLmConfig {
     /// Per layer, `transformers`' `sliding_window` `W` (the query and the `W − 1` keys before
     /// it) for a sliding-window layer, `None` for a global one.
     pub sliding_windows: Vec<Option<usize>>,
+    /// Per layer, whether it applies RoPE (all but SmolLM3's NoPE layers).
+    pub rope_layers: Vec<bool>,
     /// Gemma 2's settings.
     pub gemma: Option<GemmaSettings>,
     /// DeepSeek's latent attention.
@@ -347,7 +353,8 @@ impl CausalLmConfig {
             LmFamily::Mistral | LmFamily::Mixtral => (false, false),
             _ => (attention_bias, attention_bias),
         };
-        let mlp_bias = family == LmFamily::Llama && fields.bool_opt("mlp_bias")?.unwrap_or(false);
+        let mlp_bias = matches!(family, LmFamily::Llama | LmFamily::SmolLm3)
+            && fields.bool_opt("mlp_bias")?.unwrap_or(false);
         let is_gemma = matches!(family, LmFamily::Gemma2 | LmFamily::Gemma3);
         let activation_field = match (is_gemma, fields.get("hidden_activation")) {
             (true, Some(_)) => "hidden_activation",
@@ -364,7 +371,8 @@ impl CausalLmConfig {
             }
         };
         let tie_word_embeddings = fields.bool_opt("tie_word_embeddings")?.unwrap_or(is_gemma);
-        let sliding_windows = sliding_windows(&fields, family, num_hidden_layers)?;
+        let rope_layers = rope_layers(&fields, family, num_hidden_layers)?;
+        let sliding_windows = sliding_windows(&fields, family, &rope_layers)?;
         let gemma = match family {
             LmFamily::Gemma2 | LmFamily::Gemma3 => {
                 let query_pre_attn_scalar =
@@ -443,6 +451,7 @@ impl CausalLmConfig {
             activation,
             tie_word_embeddings,
             sliding_windows,
+            rope_layers,
             gemma,
             latent,
             experts,
@@ -605,15 +614,51 @@ fn rope_set(
     Ok((theta, scaling, partial))
 }
 
+/// Per layer, whether it applies RoPE: SmolLM3's `no_rope_layers` (1 = RoPE, 0 = none; by default
+/// every `no_rope_layer_interval`-th layer, 4, has none); every layer in the other families.
+fn rope_layers(
+    fields: &Fields<'_>,
+    family: LmFamily,
+    layers: usize,
+) -> Result<Vec<bool>, AttnError> {
+    if family != LmFamily::SmolLm3 {
+        return Ok(vec![true; layers]);
+    }
+    match fields.get("no_rope_layers") {
+        None => {
+            let interval = fields.usize_opt("no_rope_layer_interval")?.unwrap_or(4);
+            ensure!(
+                interval >= 1,
+                "config.json field no_rope_layer_interval is 0: must be at least 1"
+            );
+            Ok((0..layers).map(|i| (i + 1) % interval != 0).collect())
+        }
+        Some(Value::Array(flags)) if flags.len() == layers => flags
+            .iter()
+            .map(|flag| match flag.as_u64() {
+                Some(0) => Ok(false),
+                Some(1) => Ok(true),
+                _ => Err(AttnError::new(format!(
+                    "config.json no_rope_layers has {flag}: must be 0 (no RoPE) or 1"
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(AttnError::new(format!(
+            "config.json field no_rope_layers is {other}: must be a list of {layers} 0s and 1s"
+        ))),
+    }
+}
+
 /// Per layer, the sliding window `W` of a sliding layer, as each family's config decides it.
 fn sliding_windows(
     fields: &Fields<'_>,
     family: LmFamily,
-    layers: usize,
+    rope_layers: &[bool],
 ) -> Result<Vec<Option<usize>>, AttnError> {
+    let layers = rope_layers.len();
     let window = match family {
         LmFamily::Llama | LmFamily::DeepseekV3 => None,
-        LmFamily::Qwen2 | LmFamily::Qwen3 | LmFamily::Qwen3Moe => {
+        LmFamily::Qwen2 | LmFamily::Qwen3 | LmFamily::Qwen3Moe | LmFamily::SmolLm3 => {
             if fields.bool_opt("use_sliding_window")?.unwrap_or(false) {
                 fields.usize_opt("sliding_window")?
             } else {
@@ -673,6 +718,8 @@ fn sliding_windows(
                     .max(1);
                 (0..layers).map(|i| (i + 1) % pattern != 0).collect()
             }
+            // SmolLM3: sliding on the layers without RoPE.
+            LmFamily::SmolLm3 => rope_layers.iter().map(|rope| !rope).collect(),
             // Qwen: sliding from layer `max_window_layers` on.
             _ => {
                 let from = fields.usize_opt("max_window_layers")?.unwrap_or(28);
@@ -908,7 +955,24 @@ mod tests {
             r#", "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,
                "v_head_dim": 4, "first_k_dense_replace": 1, "n_routed_experts": 4"#,
         );
-        assert!(error(moe).contains("first_k_dense_replace 1"));
+        assert!(error(moe.clone()).contains("moe_intermediate_size"));
+        let moe = moe.replace(
+            r#""n_routed_experts": 4"#,
+            r#""n_routed_experts": 4, "moe_intermediate_size": 6, "n_group": 2, "topk_group": 1,
+               "num_experts_per_tok": 2, "n_shared_experts": 2"#,
+        );
+        let experts = CausalLmConfig::from_json(&moe).unwrap().experts.unwrap();
+        assert_eq!(experts.layers, [false, true, true, true]);
+        assert_eq!(experts.shared_d_ff, Some(12));
+        assert!(matches!(
+            experts.routing,
+            crate::transformer::Routing::SigmoidGroups {
+                n_group: 2,
+                topk_group: 1,
+                renormalize: true,
+                ..
+            }
+        ));
         let dense = base(
             "deepseek_v3",
             r#", "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,

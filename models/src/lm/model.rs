@@ -70,6 +70,9 @@ pub struct LmLayer {
     pub post_feedforward_layernorm: Option<RmsNorm>,
     /// The feed-forward block.
     pub mlp: LmFeedForward,
+    /// Whether the attention applies RoPE (SmolLM3's NoPE layers do not).
+    #[module(skip)]
+    pub rope: bool,
 }
 
 /// A layer's feed-forward block: dense, or a mixture of experts.
@@ -251,6 +254,7 @@ impl CausalLmConfig {
                                 .map_projections(Projection::from),
                         ),
                     },
+                    rope: self.rope_layers[index],
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -652,6 +656,7 @@ impl CausalLm {
                     let mut input = MultiHeadInput::self_attn(normed);
                     let sliding = matches!(mha.attention.pattern, KeyPattern::Window { .. });
                     let rotary = match &self.local_rotary {
+                        _ if !layer.rope => None,
                         Some(local) if sliding => Some(local),
                         _ => self.rotary.as_ref(),
                     };

@@ -40,6 +40,8 @@ pub enum GatedActivation {
 /// let mlp = GatedFeedForwardConfig::new(64, 172).try_init(&device)?;
 /// let y = mlp.forward(Tensor::<3>::ones([2, 5, 64], &device));
 /// assert_eq!(y.dims(), [2, 5, 64]);
+/// // Read before the process ends: GPU backends compute asynchronously.
+/// assert!(y.into_data().iter::<f32>().all(f32::is_finite));
 /// // Gemma's: GeGLU with the tanh GELU.
 /// let gemma = GatedFeedForwardConfig::new(64, 172)
 ///     .with_activation(GatedActivation::GeluTanh)

@@ -41,6 +41,9 @@ use crate::AttnError;
 /// let moe = SparseMoeConfig::new(32, 48, 8, 2).try_init(&device)?;
 /// let y = moe.forward(Tensor::<3>::ones([2, 5, 32], &device));
 /// assert_eq!(y.dims(), [2, 5, 32]);
+/// // Read the result: a GPU backend computes asynchronously, and a process that exits while its
+/// // device thread still compiles kernels can crash.
+/// assert!(y.into_data().iter::<f32>().all(f32::is_finite));
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
 #[derive(Config, Debug)]

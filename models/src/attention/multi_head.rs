@@ -58,7 +58,9 @@ pub struct MultiHeadConfig {
     /// query, key and value projections, none on the output).
     #[config(default = "None")]
     pub output_bias: Option<bool>,
-    /// QK-norm: this RMSNorm (its width `d_head`) on every head's query and key, before RoPE.
+    /// QK-norm, before RoPE: this RMSNorm on every head's query and key (its width `d_head`),
+    /// or over all heads together (its width `h · d_head`; the keys' norm `h_kv · d_head` wide
+    /// with the same settings: OLMo 2).
     #[config(default = "None")]
     pub qk_norm: Option<RmsNormConfig>,
     /// Learned attention sinks, one logit per head (gpt-oss), initialised to zero.
@@ -83,9 +85,9 @@ pub struct MultiHead<P: Project = Linear> {
     pub output: P,
     /// The per-head attention.
     pub attention: ScaledDotProduct,
-    /// QK-norm of the queries (`q_norm`), `[d_head]`.
+    /// QK-norm of the queries (`q_norm`), `[d_head]` or `[h · d_head]`.
     pub query_norm: Option<RmsNorm>,
-    /// QK-norm of the keys (`k_norm`), `[d_head]`.
+    /// QK-norm of the keys (`k_norm`), `[d_head]` or `[h_kv · d_head]`.
     pub key_norm: Option<RmsNorm>,
     /// Learned sink logits, `[h]`.
     pub sinks: Option<Param<Tensor<1>>>,
@@ -258,16 +260,25 @@ impl MultiHeadConfig {
             n_kv_heads >= 1 && n_heads % n_kv_heads == 0,
             "n_heads {n_heads} is not divisible by n_kv_heads {n_kv_heads}"
         );
-        let qk_norm = match &self.qk_norm {
-            Some(norm) => {
-                ensure!(
-                    norm.d_model == d_head,
-                    "QK-norm width {} is not d_head {d_head}",
-                    norm.d_model
-                );
-                Some(norm.try_init(device)?)
+        let (query_norm, key_norm) = match &self.qk_norm {
+            Some(norm) if norm.d_model == d_head => {
+                (Some(norm.try_init(device)?), Some(norm.try_init(device)?))
             }
-            None => None,
+            Some(norm) if norm.d_model == n_heads * d_head => {
+                let key = RmsNormConfig {
+                    d_model: n_kv_heads * d_head,
+                    ..norm.clone()
+                };
+                (Some(norm.try_init(device)?), Some(key.try_init(device)?))
+            }
+            Some(norm) => {
+                return Err(AttnError::new(format!(
+                    "QK-norm width {} is neither d_head {d_head} nor all heads' {}",
+                    norm.d_model,
+                    n_heads * d_head
+                )))
+            }
+            None => (None, None),
         };
         let linear =
             |d_in, d_out, bias| LinearConfig::new(d_in, d_out).with_bias(bias).init(device);
@@ -281,8 +292,8 @@ impl MultiHeadConfig {
                 self.output_bias.unwrap_or(self.bias),
             ),
             attention: self.attention.try_init()?,
-            query_norm: qk_norm.clone(),
-            key_norm: qk_norm,
+            query_norm,
+            key_norm,
             sinks: self
                 .sinks
                 .then(|| Param::from_tensor(Tensor::zeros([n_heads], device))),
@@ -331,20 +342,22 @@ impl<P: Project> MultiHead<P> {
         self.validate(&input)?;
         let [batch, q_len, _] = input.query.dims();
         let offset = if cache.fixed { 0 } else { cache.seen };
-        let mut query = self.split_heads(self.query.project(input.query), self.n_heads);
-        if let Some(norm) = &self.query_norm {
-            query = norm.forward(query);
-        }
+        let mut query = self.normed_heads(
+            self.query.project(input.query),
+            self.n_heads,
+            self.query_norm.as_ref(),
+        );
         if let Some(rotary) = &input.rotary {
             query = rotary.apply(query, offset)?;
         }
         let (key, value, positions) = match (cache.fixed, cache.key.clone(), cache.value.clone()) {
             (true, Some(key), Some(value)) => (key, value, cache.positions.clone()),
             (fixed, cached_key, cached_value) => {
-                let mut key = self.split_heads(self.key.project(input.key), self.n_kv_heads);
-                if let Some(norm) = &self.key_norm {
-                    key = norm.forward(key);
-                }
+                let mut key = self.normed_heads(
+                    self.key.project(input.key),
+                    self.n_kv_heads,
+                    self.key_norm.as_ref(),
+                );
                 if let Some(rotary) = &input.rotary {
                     key = rotary.apply(key, offset)?;
                 }
@@ -482,6 +495,18 @@ impl<P: Project> MultiHead<P> {
     }
 
     /// `[B, T, n·d_head]` → `[B, n, T, d_head]`.
+    /// Projected `x [B, T, n · d_head]` → `[B, n, T, d_head]`, QK-normed over each head or over
+    /// all `n` together, as the norm's width says.
+    fn normed_heads(&self, x: Tensor<3>, n: usize, norm: Option<&RmsNorm>) -> Tensor<4> {
+        match norm {
+            Some(norm) if norm.weight.val().dims()[0] != self.d_head() => {
+                self.split_heads(norm.forward(x), n)
+            }
+            Some(norm) => norm.forward(self.split_heads(x, n)),
+            None => self.split_heads(x, n),
+        }
+    }
+
     fn split_heads(&self, x: Tensor<3>, n: usize) -> Tensor<4> {
         let [batch, len, _] = x.dims();
         x.reshape([batch, len, n, self.d_head()]).swap_dims(1, 2)

@@ -1,8 +1,7 @@
 //! The `config.json` of a Hugging Face decoder LM, read as `transformers` 4.x writes it
 //! (`rope_theta`, `rope_scaling`) and as 5.x does (`rope_parameters`), for the families
-//! [`CausalLm`](super::CausalLm) builds: `llama`, `mistral`, `qwen2`, `qwen3`, `gemma2`,
-//! `gemma3_text` and
-//! `deepseek_v3` with dense layers only.
+//! [`CausalLm`](super::CausalLm) builds, as each [`Family`] entry of [`FAMILIES`](super::FAMILIES)
+//! says.
 //!
 //! Every field is checked where it is read; a missing, mistyped or inconsistent one is an
 //! [`AttnError`] that names it.
@@ -11,64 +10,13 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::family::{
+    AttentionBias, AttentionKind, ExpertRule, Family, RopeRule, Sliding, SlidingLayers, Softcap,
+};
 use crate::error::ensure;
 use crate::position::RopeScaling;
 use crate::transformer::{GatedActivation, Routing};
 use crate::AttnError;
-
-/// The model families this crate loads, by `config.json`'s `model_type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LmFamily {
-    /// `llama`: RMSNorm, RoPE (with any scaling), SwiGLU, grouped-query attention.
-    Llama,
-    /// `mistral`: Llama with a sliding window on every layer.
-    Mistral,
-    /// `qwen2`: Llama with biases on the query, key and value projections.
-    Qwen2,
-    /// `qwen3`: Llama with QK-norm and an explicit `head_dim`.
-    Qwen3,
-    /// `gemma2`: `(1 + w)` norms around both blocks, scaled embeddings, GeGLU, soft-capping,
-    /// alternating sliding and global layers.
-    Gemma2,
-    /// `gemma3_text`: Gemma 2 with QK-norm (`1 + w`), no soft-capping by default, five sliding
-    /// layers to one global, and a RoPE base of its own for the sliding layers.
-    Gemma3,
-    /// `deepseek_v3`: multi-head latent attention; a [`SparseMoe`](crate::transformer::SparseMoe)
-    /// with DeepSeek's routing and shared experts after the first `first_k_dense_replace` layers.
-    DeepseekV3,
-    /// `mixtral`: Mistral with a [`SparseMoe`](crate::transformer::SparseMoe) in every layer
-    /// (softmax router, top-k renormalised).
-    Mixtral,
-    /// `qwen3_moe`: Qwen3 with a [`SparseMoe`](crate::transformer::SparseMoe) in the layers
-    /// `decoder_sparse_step` and `mlp_only_layers` choose (`norm_topk_prob`).
-    Qwen3Moe,
-    /// `smollm3`: Llama whose layers `no_rope_layers` marks 0 have no RoPE (NoPE); sliding
-    /// windows, when on, on those layers.
-    SmolLm3,
-}
-
-impl LmFamily {
-    /// The family of a `model_type`, or an error naming the ones supported.
-    pub fn from_model_type(model_type: &str) -> Result<Self, AttnError> {
-        Ok(match model_type {
-            "llama" => LmFamily::Llama,
-            "mistral" => LmFamily::Mistral,
-            "qwen2" => LmFamily::Qwen2,
-            "qwen3" => LmFamily::Qwen3,
-            "gemma2" => LmFamily::Gemma2,
-            "gemma3_text" => LmFamily::Gemma3,
-            "deepseek_v3" => LmFamily::DeepseekV3,
-            "mixtral" => LmFamily::Mixtral,
-            "qwen3_moe" => LmFamily::Qwen3Moe,
-            "smollm3" => LmFamily::SmolLm3,
-            other => {
-                return Err(AttnError::new(format!(
-                    "config.json model_type {other:?} is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, deepseek_v3, mixtral, qwen3_moe, smollm3)"
-                )))
-            }
-        })
-    }
-}
 
 /// Multi-head latent attention's widths (`deepseek_v3`), in `transformers`' names.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,22 +35,10 @@ pub struct LatentWidths {
     pub rope_interleave: bool,
 }
 
-/// Gemma 2's and Gemma 3's departures from Llama: `(1 + w)` norms around both blocks, the
-/// embeddings scaled by `√D`, the query scale, the soft-caps.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GemmaSettings {
-    /// `query_pre_attn_scalar`: scores are scaled by its `−½` power instead of `d_head^−½`.
-    pub query_pre_attn_scalar: f64,
-    /// `attn_logit_softcapping`.
-    pub attn_logit_softcapping: Option<f64>,
-    /// `final_logit_softcapping`.
-    pub final_logit_softcapping: Option<f64>,
-}
-
 /// A decoder LM's configuration, read from `config.json`; see the module docs.
 ///
 /// ```
-/// use attnzoo_models::lm::{CausalLmConfig, LmFamily};
+/// use attnzoo_models::lm::{CausalLmConfig, QkNorm};
 ///
 /// let config = CausalLmConfig::from_json(r#"{
 ///     "model_type": "qwen3", "vocab_size": 64, "hidden_size": 24, "intermediate_size": 40,
@@ -110,7 +46,8 @@ pub struct GemmaSettings {
 ///     "max_position_embeddings": 64,
 ///     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}
 /// }"#)?;
-/// assert_eq!((config.family, config.head_dim, config.qk_norm), (LmFamily::Qwen3, 10, true));
+/// assert_eq!((config.family.model_type, config.head_dim), ("qwen3", 10));
+/// assert_eq!(config.family.qk_norm, QkNorm::PerHead);
 /// let error = CausalLmConfig::from_json(r#"{"model_type": "gpt2"}"#).unwrap_err();
 /// assert!(error.to_string().contains("model_type \"gpt2\" is not supported"));
 /// # Ok::<(), attnzoo_models::AttnError>(())
@@ -118,7 +55,7 @@ pub struct GemmaSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CausalLmConfig {
     /// The family, from `model_type`.
-    pub family: LmFamily,
+    pub family: &'static Family,
     /// `vocab_size`.
     pub vocab_size: usize,
     /// `hidden_size` `D`.
@@ -152,8 +89,6 @@ pub struct CausalLmConfig {
     pub output_bias: bool,
     /// Biases in the feed-forward block (`mlp_bias`).
     pub mlp_bias: bool,
-    /// QK-norm (Qwen3).
-    pub qk_norm: bool,
     /// The gate's non-linearity (`hidden_act`, or Gemma's `hidden_activation`).
     pub activation: GatedActivation,
     /// `tie_word_embeddings`: the output projection is the embedding matrix.
@@ -163,8 +98,13 @@ pub struct CausalLmConfig {
     pub sliding_windows: Vec<Option<usize>>,
     /// Per layer, whether it applies RoPE (all but SmolLM3's NoPE layers).
     pub rope_layers: Vec<bool>,
-    /// Gemma 2's settings.
-    pub gemma: Option<GemmaSettings>,
+    /// Gemma's `query_pre_attn_scalar`: scores are scaled by its `−½` power instead of
+    /// `d_head^−½`.
+    pub query_pre_attn_scalar: Option<f64>,
+    /// `attn_logit_softcapping`, where the family applies it.
+    pub attn_logit_softcapping: Option<f64>,
+    /// `final_logit_softcapping`, where the family applies it.
+    pub final_logit_softcapping: Option<f64>,
     /// DeepSeek's latent attention.
     pub latent: Option<LatentWidths>,
     /// A mixture of experts in place of the feed-forward block (Mixtral, Qwen3-MoE).
@@ -311,7 +251,18 @@ impl CausalLmConfig {
         let model_type = fields
             .str_opt("model_type")?
             .ok_or_else(|| AttnError::new("config.json has no field model_type"))?;
-        let family = LmFamily::from_model_type(model_type)?;
+        let family = Family::of(model_type).ok_or_else(|| {
+            AttnError::new(format!(
+                "config.json model_type {model_type:?} is not supported ({})",
+                Family::supported()
+            ))
+        })?;
+        for flag in family.refused_flags {
+            ensure!(
+                fields.bool_opt(flag)? != Some(true),
+                "config.json {flag} true is not supported for {model_type}"
+            );
+        }
         let hidden_size = fields.size("hidden_size")?;
         let num_hidden_layers = fields.size("num_hidden_layers")?;
         let num_attention_heads = fields.size("num_attention_heads")?;
@@ -324,7 +275,7 @@ impl CausalLmConfig {
             "config.json num_attention_heads {num_attention_heads} is not a multiple of num_key_value_heads {num_key_value_heads}"
         );
         let head_dim = match fields.usize_opt("head_dim")? {
-            Some(d) if family != LmFamily::DeepseekV3 => {
+            Some(d) if family.attention == AttentionKind::MultiHead => {
                 ensure!(
                     d >= 1,
                     "config.json field head_dim is 0: must be at least 1"
@@ -346,23 +297,21 @@ impl CausalLmConfig {
             "config.json field rms_norm_eps is {rms_norm_eps}: must be in (0, 1)"
         );
         let (rope_theta, rope_scaling, partial_rotary_factor, rope_local_theta) =
-            rope(&fields, max_position_embeddings, family)?;
+            rope(&fields, max_position_embeddings, family.rope)?;
         let attention_bias = fields.bool_opt("attention_bias")?.unwrap_or(false);
-        let (qkv_bias, output_bias) = match family {
-            LmFamily::Qwen2 => (true, false),
-            LmFamily::Mistral | LmFamily::Mixtral => (false, false),
-            _ => (attention_bias, attention_bias),
+        let (qkv_bias, output_bias) = match family.attention_bias {
+            AttentionBias::Config => (attention_bias, attention_bias),
+            AttentionBias::QkvOnly => (true, false),
+            AttentionBias::Never => (false, false),
         };
-        let mlp_bias = matches!(family, LmFamily::Llama | LmFamily::SmolLm3)
-            && fields.bool_opt("mlp_bias")?.unwrap_or(false);
-        let is_gemma = matches!(family, LmFamily::Gemma2 | LmFamily::Gemma3);
-        let activation_field = match (is_gemma, fields.get("hidden_activation")) {
-            (true, Some(_)) => "hidden_activation",
-            _ => "hidden_act",
+        let mlp_bias = family.mlp_bias && fields.bool_opt("mlp_bias")?.unwrap_or(false);
+        let activation_field = match fields.get("hidden_activation") {
+            Some(_) => "hidden_activation",
+            None => "hidden_act",
         };
         let activation = match fields.str_opt(activation_field)? {
-            None if is_gemma => GatedActivation::GeluTanh,
-            None | Some("silu") | Some("swish") => GatedActivation::Silu,
+            None => family.activation,
+            Some("silu") | Some("swish") => GatedActivation::Silu,
             Some("gelu_pytorch_tanh") | Some("gelu_new") => GatedActivation::GeluTanh,
             Some(other) => {
                 return Err(AttnError::new(format!(
@@ -370,59 +319,53 @@ impl CausalLmConfig {
                 )))
             }
         };
-        let tie_word_embeddings = fields.bool_opt("tie_word_embeddings")?.unwrap_or(is_gemma);
-        let rope_layers = rope_layers(&fields, family, num_hidden_layers)?;
-        let sliding_windows = sliding_windows(&fields, family, &rope_layers)?;
-        let gemma = match family {
-            LmFamily::Gemma2 | LmFamily::Gemma3 => {
-                let query_pre_attn_scalar =
-                    fields.f64_opt("query_pre_attn_scalar")?.unwrap_or(256.0);
+        let tie_word_embeddings = fields
+            .bool_opt("tie_word_embeddings")?
+            .unwrap_or(family.tied_by_default);
+        let rope_layers = rope_layers(&fields, family.rope, num_hidden_layers)?;
+        let sliding_windows = sliding_windows(&fields, family.sliding, &rope_layers)?;
+        let query_pre_attn_scalar = match family.gemma_scales {
+            true => {
+                let scalar = fields.f64_opt("query_pre_attn_scalar")?.unwrap_or(256.0);
                 ensure!(
-                    query_pre_attn_scalar > 0.0,
-                    "config.json field query_pre_attn_scalar is {query_pre_attn_scalar}: must be positive"
+                    scalar > 0.0,
+                    "config.json field query_pre_attn_scalar is {scalar}: must be positive"
                 );
-                let cap = |name: &str, default: Option<f64>| -> Result<Option<f64>, AttnError> {
-                    let value = match fields.map.get(name) {
-                        None => default,
-                        Some(Value::Null) => None,
-                        Some(_) => fields.f64_opt(name)?,
-                    };
-                    if let Some(cap) = value {
-                        ensure!(
-                            cap > 0.0,
-                            "config.json field {name} is {cap}: must be positive (or null)"
-                        );
-                    }
-                    Ok(value)
-                };
-                // Gemma 2's defaults; Gemma 3 caps nothing unless its config says so.
-                let gemma2 = family == LmFamily::Gemma2;
-                let default = |value: f64| if gemma2 { Some(value) } else { None };
-                ensure!(
-                    !(family == LmFamily::Gemma3
-                        && fields.bool_opt("use_bidirectional_attention")? == Some(true)),
-                    "config.json use_bidirectional_attention true (an encoder's Gemma 3) is not supported"
-                );
-                // transformers' Gemma3Attention never passes its soft-cap on: none for Gemma 3.
-                let attention_cap = cap("attn_logit_softcapping", default(50.0))?;
-                Some(GemmaSettings {
-                    query_pre_attn_scalar,
-                    attn_logit_softcapping: attention_cap.filter(|_| gemma2),
-                    final_logit_softcapping: cap("final_logit_softcapping", default(30.0))?,
-                })
+                Some(scalar)
             }
-            _ => None,
+            false => None,
         };
-        let latent = match family {
-            LmFamily::DeepseekV3 => Some(latent(&fields)?),
-            _ => None,
+        let cap = |name: &str, rule: Softcap| -> Result<Option<f64>, AttnError> {
+            let value = match (rule, fields.map.get(name)) {
+                (Softcap::Never, _) | (Softcap::Read(_), Some(Value::Null)) => None,
+                (Softcap::Read(default), None) => default,
+                (Softcap::Read(_), Some(_)) => fields.f64_opt(name)?,
+            };
+            if let Some(cap) = value {
+                ensure!(
+                    cap > 0.0,
+                    "config.json field {name} is {cap}: must be positive (or null)"
+                );
+            }
+            Ok(value)
+        };
+        let attn_logit_softcapping = cap("attn_logit_softcapping", family.attention_softcap)?;
+        let final_logit_softcapping = cap("final_logit_softcapping", family.final_softcap)?;
+        let latent = match family.attention {
+            AttentionKind::Latent => Some(latent(&fields)?),
+            AttentionKind::MultiHead => None,
         };
         let intermediate_size = fields.size("intermediate_size")?;
-        let experts = experts(&fields, family, num_hidden_layers, intermediate_size)?;
+        let experts = experts(
+            &fields,
+            family.experts,
+            num_hidden_layers,
+            intermediate_size,
+        )?;
         if latent.is_some() {
             ensure!(
                 rope_scaling == RopeScaling::None && partial_rotary_factor == 1.0,
-                "config.json rope scaling {:?} is not supported for deepseek_v3 (its latent attention takes plain RoPE)",
+                "config.json rope scaling {:?} is not supported for {model_type} (its latent attention takes plain RoPE)",
                 rope_scaling.rope_type()
             );
         }
@@ -444,15 +387,13 @@ impl CausalLmConfig {
             qkv_bias,
             output_bias,
             mlp_bias,
-            qk_norm: matches!(
-                family,
-                LmFamily::Qwen3 | LmFamily::Qwen3Moe | LmFamily::Gemma3
-            ),
             activation,
             tie_word_embeddings,
             sliding_windows,
             rope_layers,
-            gemma,
+            query_pre_attn_scalar,
+            attn_logit_softcapping,
+            final_logit_softcapping,
             latent,
             experts,
             eos_token_ids: token_ids(fields.get("eos_token_id"), "config.json eos_token_id")?,
@@ -467,9 +408,8 @@ impl CausalLmConfig {
 fn rope(
     fields: &Fields<'_>,
     max_position_embeddings: usize,
-    family: LmFamily,
+    rule: RopeRule,
 ) -> Result<(f64, RopeScaling, f64, Option<f64>), AttnError> {
-    let gemma3 = family == LmFamily::Gemma3;
     if let Some(Value::Object(by_kind)) = fields.get("rope_parameters") {
         if let Some(full) = by_kind.get("full_attention") {
             let global = Map::from_iter([("rope_parameters".to_string(), full.clone())]);
@@ -479,7 +419,7 @@ fn rope(
                     prefix: "rope_parameters.full_attention.",
                 },
                 max_position_embeddings,
-                if gemma3 { 1_000_000.0 } else { 10_000.0 },
+                rule.default_theta,
             )?;
             let local = match by_kind.get("sliding_attention") {
                 None => None,
@@ -500,14 +440,10 @@ fn rope(
             return Ok((theta, scaling, partial, local));
         }
     }
-    let (theta, scaling, partial) = rope_set(
-        fields,
-        max_position_embeddings,
-        if gemma3 { 1_000_000.0 } else { 10_000.0 },
-    )?;
-    let local = match gemma3 {
-        true => Some(fields.f64_opt("rope_local_base_freq")?.unwrap_or(10_000.0)),
-        false => None,
+    let (theta, scaling, partial) = rope_set(fields, max_position_embeddings, rule.default_theta)?;
+    let local = match rule.default_local_theta {
+        Some(default) => Some(fields.f64_opt("rope_local_base_freq")?.unwrap_or(default)),
+        None => None,
     };
     Ok((theta, scaling, partial, local))
 }
@@ -616,12 +552,8 @@ fn rope_set(
 
 /// Per layer, whether it applies RoPE: SmolLM3's `no_rope_layers` (1 = RoPE, 0 = none; by default
 /// every `no_rope_layer_interval`-th layer, 4, has none); every layer in the other families.
-fn rope_layers(
-    fields: &Fields<'_>,
-    family: LmFamily,
-    layers: usize,
-) -> Result<Vec<bool>, AttnError> {
-    if family != LmFamily::SmolLm3 {
+fn rope_layers(fields: &Fields<'_>, rule: RopeRule, layers: usize) -> Result<Vec<bool>, AttnError> {
+    if !rule.no_rope_layers {
         return Ok(vec![true; layers]);
     }
     match fields.get("no_rope_layers") {
@@ -649,26 +581,25 @@ fn rope_layers(
     }
 }
 
-/// Per layer, the sliding window `W` of a sliding layer, as each family's config decides it.
+/// Per layer, the sliding window `W` of a sliding layer, as the family's rule decides it:
+/// `layer_types` when the config has it (but for [`SlidingLayers::All`]), else the rule's layers.
 fn sliding_windows(
     fields: &Fields<'_>,
-    family: LmFamily,
+    rule: Sliding,
     rope_layers: &[bool],
 ) -> Result<Vec<Option<usize>>, AttnError> {
     let layers = rope_layers.len();
-    let window = match family {
-        LmFamily::Llama | LmFamily::DeepseekV3 => None,
-        LmFamily::Qwen2 | LmFamily::Qwen3 | LmFamily::Qwen3Moe | LmFamily::SmolLm3 => {
-            if fields.bool_opt("use_sliding_window")?.unwrap_or(false) {
-                fields.usize_opt("sliding_window")?
-            } else {
-                None
-            }
-        }
-        LmFamily::Mistral | LmFamily::Mixtral => fields.usize_opt("sliding_window")?,
-        LmFamily::Gemma2 | LmFamily::Gemma3 => {
-            Some(fields.usize_opt("sliding_window")?.unwrap_or(4096))
-        }
+    let (window, which) = match rule {
+        Sliding::Never => (None, SlidingLayers::All),
+        Sliding::WhenSet(which) => (fields.usize_opt("sliding_window")?, which),
+        Sliding::WhenEnabled(which) => match fields.bool_opt("use_sliding_window")? {
+            Some(true) => (fields.usize_opt("sliding_window")?, which),
+            _ => (None, which),
+        },
+        Sliding::Always(default, which) => (
+            Some(fields.usize_opt("sliding_window")?.unwrap_or(default)),
+            which,
+        ),
     };
     let Some(window) = window else {
         return Ok(vec![None; layers]);
@@ -677,15 +608,9 @@ fn sliding_windows(
         window >= 2,
         "config.json field sliding_window is {window}: must be at least 2 (the query and one key before it)"
     );
-    // Every layer slides in these; the others choose per layer.
-    if matches!(
-        family,
-        LmFamily::Mistral | LmFamily::Mixtral | LmFamily::Qwen3Moe
-    ) {
-        return Ok(vec![Some(window); layers]);
-    }
-    let kinds: Vec<bool> = match fields.get("layer_types") {
-        Some(Value::Array(kinds)) => {
+    let kinds: Vec<bool> = match (which, fields.get("layer_types")) {
+        (SlidingLayers::All, _) => vec![true; layers],
+        (_, Some(Value::Array(kinds))) => {
             ensure!(
                 kinds.len() == layers,
                 "config.json layer_types has {} entries for num_hidden_layers {layers}",
@@ -702,30 +627,24 @@ fn sliding_windows(
                 })
                 .collect::<Result<_, _>>()?
         }
-        Some(other) => {
+        (_, Some(other)) => {
             return Err(AttnError::new(format!(
                 "config.json field layer_types is {other}: must be a list"
             )))
         }
-        None => match family {
-            // Gemma 2: sliding on even layers.
-            LmFamily::Gemma2 => (0..layers).map(|i| i % 2 == 0).collect(),
-            // Gemma 3: every `sliding_window_pattern`-th layer global (default 6).
-            LmFamily::Gemma3 => {
-                let pattern = fields
-                    .usize_opt("sliding_window_pattern")?
-                    .unwrap_or(6)
-                    .max(1);
-                (0..layers).map(|i| (i + 1) % pattern != 0).collect()
-            }
-            // SmolLM3: sliding on the layers without RoPE.
-            LmFamily::SmolLm3 => rope_layers.iter().map(|rope| !rope).collect(),
-            // Qwen: sliding from layer `max_window_layers` on.
-            _ => {
-                let from = fields.usize_opt("max_window_layers")?.unwrap_or(28);
-                (0..layers).map(|i| i >= from).collect()
-            }
-        },
+        (SlidingLayers::Even, None) => (0..layers).map(|i| i % 2 == 0).collect(),
+        (SlidingLayers::AllButEveryNth, None) => {
+            let pattern = fields
+                .usize_opt("sliding_window_pattern")?
+                .unwrap_or(6)
+                .max(1);
+            (0..layers).map(|i| (i + 1) % pattern != 0).collect()
+        }
+        (SlidingLayers::WithoutRope, None) => rope_layers.iter().map(|rope| !rope).collect(),
+        (SlidingLayers::FromMaxWindowLayers, None) => {
+            let from = fields.usize_opt("max_window_layers")?.unwrap_or(28);
+            (0..layers).map(|i| i >= from).collect()
+        }
     };
     Ok(kinds
         .into_iter()
@@ -733,22 +652,23 @@ fn sliding_windows(
         .collect())
 }
 
-/// The experts of a `mixtral` or `qwen3_moe` config (`None` for the dense families).
+/// The experts of a config, by the family's rule (`None` for a dense model).
 fn experts(
     fields: &Fields<'_>,
-    family: LmFamily,
+    rule: ExpertRule,
     layers: usize,
     intermediate_size: usize,
 ) -> Result<Option<ExpertSettings>, AttnError> {
     let mut shared_d_ff = None;
-    let (n_experts, d_ff, routing, sparse) = match family {
-        LmFamily::Mixtral => (
+    let (n_experts, d_ff, routing, sparse) = match rule {
+        ExpertRule::None => return Ok(None),
+        ExpertRule::Mixtral => (
             fields.size("num_local_experts")?,
             intermediate_size,
             Routing::Softmax { renormalize: true },
             vec![true; layers],
         ),
-        LmFamily::DeepseekV3 => {
+        ExpertRule::DeepSeek => {
             let dense = fields.usize_opt("first_k_dense_replace")?.unwrap_or(3);
             let n_experts = fields.usize_opt("n_routed_experts")?.unwrap_or(256);
             if dense >= layers || n_experts == 0 {
@@ -770,7 +690,7 @@ fn experts(
                 (0..layers).map(|i| i >= dense).collect(),
             )
         }
-        LmFamily::Qwen3Moe => {
+        ExpertRule::Qwen3Moe => {
             let step = fields.usize_opt("decoder_sparse_step")?.unwrap_or(1);
             ensure!(
                 step >= 1,
@@ -811,7 +731,6 @@ fn experts(
                 sparse,
             )
         }
-        _ => return Ok(None),
     };
     let top_k = fields.size("num_experts_per_tok")?;
     ensure!(

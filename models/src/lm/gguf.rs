@@ -26,7 +26,7 @@ use burn::nn::{Embedding, Linear};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::{json, Map, Value};
 
-use super::config::{CausalLmConfig, LmFamily};
+use super::config::CausalLmConfig;
 use super::model::{CausalLm, LmAttention, LmFeedForward};
 use crate::error::ensure;
 use crate::gguf::{GgufFile, TensorInfo};
@@ -411,7 +411,7 @@ impl CausalLm {
             weights,
             device,
         };
-        let gemma = matches!(config.family, LmFamily::Gemma2 | LmFamily::Gemma3);
+        let gemma = config.family.unit_offset_norms;
         let permuted = file.string("general.architecture")? == "llama";
         let (width, heads, kv_heads, d) = (
             config.hidden_size,
@@ -434,7 +434,9 @@ impl CausalLm {
         }
         for (n, layer) in model.layers.iter_mut().enumerate() {
             let blk = |name: &str| format!("blk.{n}.{name}");
-            load.norm(&mut layer.input_layernorm, &blk("attn_norm.weight"), gemma)?;
+            if let Some(norm) = &mut layer.input_layernorm {
+                load.norm(norm, &blk("attn_norm.weight"), gemma)?;
+            }
             match (
                 &mut layer.pre_feedforward_layernorm,
                 &mut layer.post_feedforward_layernorm,

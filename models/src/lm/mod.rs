@@ -6,13 +6,18 @@
 //! cache and token-by-token generation.
 
 pub mod config;
+pub mod family;
 pub mod generate;
 pub mod gguf;
 pub mod model;
 pub mod perplexity;
 
-pub use config::{CausalLmConfig, ExpertSettings, GemmaSettings, LatentWidths, LmFamily};
+pub use config::{CausalLmConfig, ExpertSettings, LatentWidths};
+pub use family::{
+    AttentionBias, AttentionKind, ExpertRule, Family, NormPlacement, QkNorm, RopeRule, Sliding,
+    SlidingLayers, Softcap, FAMILIES,
+};
 pub use generate::{argmax, Generation, GenerationConfig, Sampling};
 pub use gguf::{gguf_config, GgufWeights};
-pub use model::{CausalLm, LmAttention, LmCache, LmFeedForward, LmLayer};
+pub use model::{CausalLm, LayerCache, LmAttention, LmCache, LmFeedForward, LmLayer};
 pub use perplexity::Perplexity;

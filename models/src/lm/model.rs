@@ -1,16 +1,16 @@
 //! A decoder-only language model (Radford et al. 2018; Touvron et al. 2023, "LLaMA") built from the
-//! zoo's own blocks, loading Hugging Face folders of the families in [`LmFamily`](super::LmFamily):
+//! zoo's own blocks, loading Hugging Face folders of the families in [`FAMILIES`](super::FAMILIES):
 //!
 //! `h⁰ = s · E[ids]`,
-//! `a = Attn(Norm₁(hˡ))`, `hˡ' = hˡ + Post₁(a)`, `hˡ⁺¹ = hˡ' + Post₂(FFN(Norm₂(hˡ')))`,
+//! `hˡ' = hˡ + Post₁(Attn(Pre₁(hˡ)))`, `hˡ⁺¹ = hˡ' + Post₂(FFN(Pre₂(hˡ')))` ([`LmLayer`]),
 //! `logits = cap(Norm(hᴸ) W_out)`
 //!
-//! where `Norm` is [`RmsNorm`] (Gemma's `(1 + w)` form for `gemma2`), `Attn` is causal
+//! where the `Pre`/`Post` are [`RmsNorm`]s or the identity as the family's
+//! [`NormPlacement`] says (Gemma's `(1 + w)` form for Gemma), `Attn` is causal
 //! [`MultiHead`] attention with RoPE (grouped-query; biases, QK-norm, a sliding window,
 //! soft-capped scores as the config says) or DeepSeek's [`MultiHeadLatent`], `FFN` is the
 //! [`GatedFeedForward`] (SwiGLU, or GeGLU for Gemma) or a [`SparseMoe`] of them (Mixtral,
-//! Qwen3-MoE, DeepSeek-V3), `Post₁`, `Post₂` are Gemma 2's extra norms
-//! (the identity otherwise), `s = √D` for Gemma 2 (1 otherwise), `W_out` is `lm_head` or `Eᵀ`
+//! Qwen3-MoE, DeepSeek-V3), `s = √D` for Gemma (1 otherwise), `W_out` is `lm_head` or `Eᵀ`
 //! (tied embeddings) and `cap` Gemma 2's final soft-cap.
 //!
 //! Decoding keeps, per layer, a [`KvCache`] (only the window for a sliding-window layer) or a
@@ -32,6 +32,7 @@ use burn::tensor::{Bool, DType, Device, Int, Tensor};
 use serde_json::Value;
 
 use super::config::{CausalLmConfig, LatentWidths};
+use super::family::{NormPlacement, QkNorm};
 use crate::attention::{
     softcap, KeyPattern, KvCache, LatentCache, MultiHead, MultiHeadConfig, MultiHeadInput,
     MultiHeadLatent, MultiHeadLatentConfig, MultiHeadLatentInput, ScaledDotProductConfig,
@@ -39,7 +40,7 @@ use crate::attention::{
 use crate::error::ensure;
 use crate::finite::non_finite_parameters;
 use crate::norm::{RmsNorm, RmsNormConfig};
-use crate::position::{RotaryConfig, RotaryEncoding};
+use crate::position::{RopeScaling, RotaryConfig, RotaryEncoding};
 use crate::quant::{Project, Projection, TokenEmbedding};
 use crate::transformer::{GatedFeedForward, GatedFeedForwardConfig, SparseMoe, SparseMoeConfig};
 use crate::AttnError;
@@ -55,24 +56,28 @@ pub enum LmAttention {
     Latent(MultiHeadLatent),
 }
 
-/// One decoder layer; field names are `transformers`' (`model.layers.N.*`).
+/// One decoder layer, `h = x + Post₁(Attn(Pre₁(x)))`, `y = h + Post₂(FFN(Pre₂(h)))`; field
+/// names are `transformers`' (`model.layers.N.*`).
 #[derive(Module, Debug)]
 pub struct LmLayer {
-    /// Norm before the attention.
-    pub input_layernorm: RmsNorm,
+    /// `Pre₁` (pre-norm and sandwich placements).
+    pub input_layernorm: Option<RmsNorm>,
     /// The attention.
     pub self_attn: LmAttention,
-    /// Llama: the norm before the feed-forward block; Gemma 2: the norm of the attention's output.
+    /// `Pre₂` for pre-norm (Llama), else `Post₁`.
     pub post_attention_layernorm: RmsNorm,
-    /// Gemma 2: the norm before the feed-forward block.
+    /// `Pre₂` of the sandwich (Gemma).
     pub pre_feedforward_layernorm: Option<RmsNorm>,
-    /// Gemma 2: the norm of the feed-forward block's output.
+    /// `Post₂` (Gemma, OLMo 2).
     pub post_feedforward_layernorm: Option<RmsNorm>,
     /// The feed-forward block.
     pub mlp: LmFeedForward,
-    /// Whether the attention applies RoPE (SmolLM3's NoPE layers do not).
+    /// RoPE of a multi-head layer (`None`: a layer without positions, SmolLM3's NoPE; latent
+    /// attention has its own).
+    pub rotary: Option<RotaryEncoding>,
+    /// Where the norms sit.
     #[module(skip)]
-    pub rope: bool,
+    pub norms: NormPlacement,
 }
 
 /// A layer's feed-forward block: dense, or a mixture of experts.
@@ -93,6 +98,89 @@ impl LmFeedForward {
             LmFeedForward::Dense(mlp) => mlp.forward(x),
             LmFeedForward::Experts(moe) => moe.forward(x),
         }
+    }
+}
+
+impl LmLayer {
+    /// An empty cache for this layer.
+    pub fn cache(&self) -> LayerCache {
+        match self.self_attn {
+            LmAttention::MultiHead(_) => LayerCache::Kv(KvCache::growing()),
+            LmAttention::Latent(_) => LayerCache::Latent(LatentCache::new()),
+        }
+    }
+
+    /// `x [B, T, D]` after the positions `cache` holds → `[B, T, D]`, and the attention's
+    /// weights `[B, h, T, S]` when asked for. `padding [B, seen + T]` marks the padding of every
+    /// position so far (`true`).
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        padding: Option<&Tensor<2, Bool>>,
+        cache: &mut LayerCache,
+        need_weights: bool,
+    ) -> Result<(Tensor<3>, Option<Tensor<4>>), AttnError> {
+        let len = x.dims()[1];
+        let normed = match &self.input_layernorm {
+            Some(norm) => norm.forward(x.clone()),
+            None => x.clone(),
+        };
+        let output = match (&self.self_attn, cache) {
+            (LmAttention::MultiHead(mha), LayerCache::Kv(kv)) => {
+                // The cache keeps a suffix of the positions seen: the keys are
+                // `seen − held .. seen + T`.
+                let start = kv.seen() - kv.len();
+                let end = kv.seen() + len;
+                let mut input = MultiHeadInput::self_attn(normed);
+                if let Some(rotary) = &self.rotary {
+                    input = input.rotary(rotary.clone());
+                }
+                if let Some(padding) = padding {
+                    input = input.padding(padding.clone().narrow(1, start, end - start));
+                }
+                if need_weights {
+                    input = input.with_weights();
+                }
+                mha.forward_cached(input, kv)?
+            }
+            (LmAttention::Latent(mla), LayerCache::Latent(latent)) => {
+                let mut input = MultiHeadLatentInput::new(normed);
+                if len == 1 {
+                    input = input.absorbed();
+                }
+                if let Some(padding) = padding {
+                    input = input.padding(padding.clone());
+                }
+                if need_weights {
+                    input = input.with_weights();
+                }
+                mla.forward_cached(input, latent)?
+            }
+            _ => {
+                return Err(AttnError::new(
+                    "the cache was made for another model (its layer kinds differ)",
+                ))
+            }
+        };
+        let (attended, weights) = (output.context, output.weights);
+        let h = match self.norms {
+            NormPlacement::Pre => x + attended,
+            NormPlacement::Sandwich | NormPlacement::Post => {
+                x + self.post_attention_layernorm.forward(attended)
+            }
+        };
+        let fed = match (&self.pre_feedforward_layernorm, self.norms) {
+            (Some(pre), _) => self.mlp.forward(pre.forward(h.clone())),
+            (None, NormPlacement::Pre) => self
+                .mlp
+                .forward(self.post_attention_layernorm.forward(h.clone())),
+            (None, _) => self.mlp.forward(h.clone()),
+        };
+        let fed = match &self.post_feedforward_layernorm {
+            Some(post) => post.forward(fed),
+            None => fed,
+        };
+        Ok((h + fed, weights))
     }
 }
 
@@ -121,11 +209,7 @@ pub struct CausalLm {
     pub norm: RmsNorm,
     /// The output projection `D → vocab`; `None` when tied to the embeddings.
     pub lm_head: Option<Projection>,
-    /// RoPE of the multi-head layers (`None` for latent attention, which has its own).
-    pub rotary: Option<RotaryEncoding>,
-    /// RoPE of the sliding-window layers when its base differs (Gemma 3's local base).
-    pub local_rotary: Option<RotaryEncoding>,
-    /// Gemma 2's embedding scale `√D`, as an `f32`.
+    /// Gemma's embedding scale `√D`, as an `f32`.
     #[module(skip)]
     pub embed_scale: Option<f32>,
     /// Gemma 2's final soft-cap.
@@ -139,10 +223,12 @@ pub struct CausalLm {
     pub eos_token_ids: Vec<u32>,
 }
 
-/// One layer's cache.
+/// One layer's cache: a [`KvCache`] or, for latent attention, a [`LatentCache`].
 #[derive(Debug, Clone)]
-enum LayerCache {
+pub enum LayerCache {
+    /// Keys and values (only the window's for a sliding-window layer).
     Kv(KvCache),
+    /// MLA's compressed latent.
     Latent(LatentCache),
 }
 
@@ -177,93 +263,14 @@ impl LmCache {
 impl CausalLmConfig {
     /// Builds a randomly initialised model of this shape.
     pub fn try_init(&self, device: &Device) -> Result<CausalLm, AttnError> {
-        let norm = |width: usize| {
-            RmsNormConfig::new(width)
-                .with_epsilon(self.rms_norm_eps)
-                .with_unit_offset(self.gemma.is_some())
-                .try_init(device)
-        };
-        let rotary = match self.latent {
-            Some(_) => None,
-            None => Some(
-                RotaryConfig::new(self.head_dim)
-                    .with_base(self.rope_theta)
-                    .with_scaling(self.rope_scaling)
-                    .with_partial_rotary_factor(self.partial_rotary_factor)
-                    .try_init()?,
-            ),
-        };
-        let layers = self
-            .sliding_windows
-            .iter()
-            .enumerate()
-            .map(|(index, window)| -> Result<LmLayer, AttnError> {
-                let pattern = match window {
-                    // transformers' window W holds the query and W − 1 keys before it.
-                    Some(window) => KeyPattern::Window {
-                        window: window - 1,
-                        causal: true,
-                    },
-                    None => KeyPattern::Causal,
-                };
-                let mut attention = ScaledDotProductConfig::new().with_pattern(pattern);
-                if let Some(gemma) = &self.gemma {
-                    attention = attention
-                        .with_scale(Some(gemma.query_pre_attn_scalar.powf(-0.5)))
-                        .with_softcap(gemma.attn_logit_softcapping);
-                }
-                let self_attn = match &self.latent {
-                    Some(widths) => {
-                        LmAttention::Latent(self.latent_attention(widths, attention, device)?)
-                    }
-                    None => LmAttention::MultiHead(
-                        self.multi_head(attention, device)?
-                            .map_projections(Projection::from),
-                    ),
-                };
-                let sandwich = self.gemma.is_some();
-                Ok(LmLayer {
-                    input_layernorm: norm(self.hidden_size)?,
-                    self_attn,
-                    post_attention_layernorm: norm(self.hidden_size)?,
-                    pre_feedforward_layernorm: sandwich
-                        .then(|| norm(self.hidden_size))
-                        .transpose()?,
-                    post_feedforward_layernorm: sandwich
-                        .then(|| norm(self.hidden_size))
-                        .transpose()?,
-                    mlp: match &self.experts {
-                        Some(experts) if experts.layers[index] => LmFeedForward::Experts(
-                            SparseMoeConfig::new(
-                                self.hidden_size,
-                                experts.d_ff,
-                                experts.n_experts,
-                                experts.top_k,
-                            )
-                            .with_routing(experts.routing)
-                            .with_shared_d_ff(experts.shared_d_ff)
-                            .with_activation(self.activation)
-                            .try_init(device)?
-                            .map_projections(Projection::from),
-                        ),
-                        _ => LmFeedForward::Dense(
-                            GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
-                                .with_activation(self.activation)
-                                .with_bias(self.mlp_bias)
-                                .try_init(device)?
-                                .map_projections(Projection::from),
-                        ),
-                    },
-                    rope: self.rope_layers[index],
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(CausalLm {
             embed_tokens: TokenEmbedding::Dense(
                 EmbeddingConfig::new(self.vocab_size, self.hidden_size).init(device),
             ),
-            layers,
-            norm: norm(self.hidden_size)?,
+            layers: (0..self.num_hidden_layers)
+                .map(|index| self.layer(index, device))
+                .collect::<Result<_, _>>()?,
+            norm: self.norm(self.hidden_size, device)?,
             lm_head: (!self.tie_word_embeddings).then(|| {
                 Projection::Dense(
                     LinearConfig::new(self.hidden_size, self.vocab_size)
@@ -271,26 +278,102 @@ impl CausalLmConfig {
                         .init(device),
                 )
             }),
-            rotary,
-            local_rotary: match (self.rope_local_theta, &self.latent) {
-                (Some(base), None) => Some(
-                    RotaryConfig::new(self.head_dim)
-                        .with_base(base)
-                        .with_partial_rotary_factor(self.partial_rotary_factor)
-                        .try_init()?,
-                ),
-                _ => None,
-            },
             embed_scale: self
-                .gemma
-                .as_ref()
-                .map(|_| (self.hidden_size as f64).sqrt() as f32),
-            final_softcap: self
-                .gemma
-                .as_ref()
-                .and_then(|gemma| gemma.final_logit_softcapping),
+                .family
+                .gemma_scales
+                .then(|| (self.hidden_size as f64).sqrt() as f32),
+            final_softcap: self.final_logit_softcapping,
             max_position_embeddings: self.max_position_embeddings,
             eos_token_ids: self.eos_token_ids.clone(),
+        })
+    }
+
+    /// The family's RMSNorm of this width.
+    fn norm(&self, width: usize, device: &Device) -> Result<RmsNorm, AttnError> {
+        RmsNormConfig::new(width)
+            .with_epsilon(self.rms_norm_eps)
+            .with_unit_offset(self.family.unit_offset_norms)
+            .try_init(device)
+    }
+
+    /// Decoder layer `index` (below `num_hidden_layers`), randomly initialised.
+    pub fn layer(&self, index: usize, device: &Device) -> Result<LmLayer, AttnError> {
+        ensure!(
+            index < self.num_hidden_layers,
+            "layer {index} of a model of {} layers",
+            self.num_hidden_layers
+        );
+        let window = self.sliding_windows[index];
+        let pattern = match window {
+            // transformers' window W holds the query and W − 1 keys before it.
+            Some(window) => KeyPattern::Window {
+                window: window - 1,
+                causal: true,
+            },
+            None => KeyPattern::Causal,
+        };
+        let attention = ScaledDotProductConfig::new()
+            .with_pattern(pattern)
+            .with_scale(self.query_pre_attn_scalar.map(|scalar| scalar.powf(-0.5)))
+            .with_softcap(self.attn_logit_softcapping);
+        let (self_attn, rotary) = match &self.latent {
+            Some(widths) => (
+                LmAttention::Latent(self.latent_attention(widths, attention, device)?),
+                None,
+            ),
+            None => {
+                // Gemma 3's sliding layers have a RoPE base of their own, unscaled.
+                let (base, scaling) = match (window, self.rope_local_theta) {
+                    (Some(_), Some(local)) => (local, RopeScaling::None),
+                    _ => (self.rope_theta, self.rope_scaling),
+                };
+                let rotary = RotaryConfig::new(self.head_dim)
+                    .with_base(base)
+                    .with_scaling(scaling)
+                    .with_partial_rotary_factor(self.partial_rotary_factor)
+                    .try_init()?;
+                (
+                    LmAttention::MultiHead(
+                        self.multi_head(attention, device)?
+                            .map_projections(Projection::from),
+                    ),
+                    self.rope_layers[index].then_some(rotary),
+                )
+            }
+        };
+        let norm = || self.norm(self.hidden_size, device);
+        let norms = self.family.norms;
+        let mlp = match &self.experts {
+            Some(experts) if experts.layers[index] => LmFeedForward::Experts(
+                SparseMoeConfig::new(
+                    self.hidden_size,
+                    experts.d_ff,
+                    experts.n_experts,
+                    experts.top_k,
+                )
+                .with_routing(experts.routing)
+                .with_shared_d_ff(experts.shared_d_ff)
+                .with_activation(self.activation)
+                .try_init(device)?
+                .map_projections(Projection::from),
+            ),
+            _ => LmFeedForward::Dense(
+                GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
+                    .with_activation(self.activation)
+                    .with_bias(self.mlp_bias)
+                    .try_init(device)?
+                    .map_projections(Projection::from),
+            ),
+        };
+        Ok(LmLayer {
+            input_layernorm: (norms != NormPlacement::Post).then(norm).transpose()?,
+            self_attn,
+            post_attention_layernorm: norm()?,
+            pre_feedforward_layernorm: (norms == NormPlacement::Sandwich).then(norm).transpose()?,
+            post_feedforward_layernorm: (norms != NormPlacement::Pre).then(norm).transpose()?,
+            mlp,
+            rotary,
+            norms,
         })
     }
 
@@ -304,11 +387,18 @@ impl CausalLmConfig {
             .with_d_head(Some(self.head_dim))
             .with_bias(self.qkv_bias)
             .with_output_bias(Some(self.output_bias))
-            .with_qk_norm(self.qk_norm.then(|| {
-                RmsNormConfig::new(self.head_dim)
-                    .with_epsilon(self.rms_norm_eps)
-                    .with_unit_offset(self.gemma.is_some())
-            }))
+            .with_qk_norm(
+                match self.family.qk_norm {
+                    QkNorm::None => None,
+                    QkNorm::PerHead => Some(self.head_dim),
+                    QkNorm::AcrossHeads => Some(self.num_attention_heads * self.head_dim),
+                }
+                .map(|width| {
+                    RmsNormConfig::new(width)
+                        .with_epsilon(self.rms_norm_eps)
+                        .with_unit_offset(self.family.unit_offset_norms)
+                }),
+            )
             .with_attention(attention)
             .try_init(device)
     }
@@ -338,38 +428,6 @@ impl CausalLmConfig {
         .try_init(device)
     }
 }
-
-/// Hugging Face names → this module's, applied in order, for multi-head layers (Mixtral's
-/// checkpoints name the experts' block `block_sparse_moe` and their projections `w1` (gate),
-/// `w3` (up), `w2` (down)).
-const MULTI_HEAD_KEYS: [(&str, &str); 11] = [
-    (r"^model\.", ""),
-    (r"^(layers\.\d+)\.block_sparse_moe\.", "$1.mlp."),
-    (r"^(layers\.\d+\.mlp\.experts\.\d+)\.w1\.", "$1.gate_proj."),
-    (r"^(layers\.\d+\.mlp\.experts\.\d+)\.w3\.", "$1.up_proj."),
-    (r"^(layers\.\d+\.mlp\.experts\.\d+)\.w2\.", "$1.down_proj."),
-    (r"^(layers\.\d+\.self_attn)\.q_proj\.", "$1.query."),
-    (r"^(layers\.\d+\.self_attn)\.k_proj\.", "$1.key."),
-    (r"^(layers\.\d+\.self_attn)\.v_proj\.", "$1.value."),
-    (r"^(layers\.\d+\.self_attn)\.o_proj\.", "$1.output."),
-    (r"^(layers\.\d+\.self_attn)\.q_norm\.", "$1.query_norm."),
-    (r"^(layers\.\d+\.self_attn)\.k_norm\.", "$1.key_norm."),
-];
-
-/// The same for latent layers (whose other names are `transformers`' own; the router's bias
-/// sits beside the router here, not in it).
-const LATENT_KEYS: [(&str, &str); 4] = [
-    (r"^model\.", ""),
-    (
-        r"^(layers\.\d+\.mlp)\.gate\.e_score_correction_bias$",
-        "$1.e_score_correction_bias",
-    ),
-    (r"^(layers\.\d+\.self_attn)\.q_proj\.", "$1.query."),
-    (
-        r"^(layers\.\d+\.self_attn)\.(q_a_proj|q_a_layernorm|q_b_proj)\.",
-        "$1.query.$2.",
-    ),
-];
 
 /// The safetensors files of a folder: `model.safetensors`, or the shards that
 /// `model.safetensors.index.json` names.
@@ -454,10 +512,6 @@ impl CausalLm {
     /// non-finite tensor and any layer weight the config has no place for.
     pub fn load_weights(&mut self, dir: &Path, config: &CausalLmConfig) -> Result<(), AttnError> {
         let files = weight_files(dir)?;
-        let keys: &[(&str, &str)] = match config.latent {
-            Some(_) => &LATENT_KEYS,
-            None => &MULTI_HEAD_KEYS,
-        };
         // The device from the parameter without materialising it (`try_init`'s parameters are
         // lazy): loading holds no second copy of the model (docs/MEASUREMENTS.md, Language models).
         let TokenEmbedding::Dense(embedding) = &self.embed_tokens else {
@@ -470,7 +524,7 @@ impl CausalLm {
         let mut missing = Vec::new();
         let mut problems = Vec::new();
         for file in &files {
-            let mut store = keys.iter().fold(
+            let mut store = config.family.names().fold(
                 SafetensorsStore::from_file(file)
                     .with_from_adapter(PyTorchToBurnAdapter.chain(FloatCastAdapter::to(float)))
                     .allow_partial(true)
@@ -533,14 +587,7 @@ impl CausalLm {
     /// An empty cache for a batch of sequences.
     pub fn cache(&self) -> LmCache {
         LmCache {
-            layers: self
-                .layers
-                .iter()
-                .map(|layer| match layer.self_attn {
-                    LmAttention::MultiHead(_) => LayerCache::Kv(KvCache::growing()),
-                    LmAttention::Latent(_) => LayerCache::Latent(LatentCache::new()),
-                })
-                .collect(),
+            layers: self.layers.iter().map(LmLayer::cache).collect(),
             padding: None,
             batch: None,
             seen: 0,
@@ -646,69 +693,10 @@ impl CausalLm {
         }
         let mut weights = Vec::new();
         for (layer, layer_cache) in self.layers.iter().zip(cache.layers.iter_mut()) {
-            let normed = layer.input_layernorm.forward(x.clone());
-            let output = match (&layer.self_attn, layer_cache) {
-                (LmAttention::MultiHead(mha), LayerCache::Kv(kv)) => {
-                    // The cache keeps a suffix of the positions seen: the keys are
-                    // `seen − held .. seen + T`.
-                    let start = kv.seen() - kv.len();
-                    let end = kv.seen() + len;
-                    let mut input = MultiHeadInput::self_attn(normed);
-                    let sliding = matches!(mha.attention.pattern, KeyPattern::Window { .. });
-                    let rotary = match &self.local_rotary {
-                        _ if !layer.rope => None,
-                        Some(local) if sliding => Some(local),
-                        _ => self.rotary.as_ref(),
-                    };
-                    if let Some(rotary) = rotary {
-                        input = input.rotary(rotary.clone());
-                    }
-                    if let Some(padding) = &all_padding {
-                        input = input.padding(padding.clone().narrow(1, start, end - start));
-                    }
-                    if need_weights {
-                        input = input.with_weights();
-                    }
-                    mha.forward_cached(input, kv)?
-                }
-                (LmAttention::Latent(mla), LayerCache::Latent(latent)) => {
-                    let mut input = MultiHeadLatentInput::new(normed);
-                    if len == 1 {
-                        input = input.absorbed();
-                    }
-                    if let Some(padding) = &all_padding {
-                        input = input.padding(padding.clone());
-                    }
-                    if need_weights {
-                        input = input.with_weights();
-                    }
-                    mla.forward_cached(input, latent)?
-                }
-                _ => {
-                    return Err(AttnError::new(
-                        "the cache was made for another model (its layer kinds differ)",
-                    ))
-                }
-            };
-            weights.extend(output.weights);
-            let attended = output.context;
-            x = match (
-                &layer.pre_feedforward_layernorm,
-                &layer.post_feedforward_layernorm,
-            ) {
-                (Some(pre), Some(post)) => {
-                    let x = x + layer.post_attention_layernorm.forward(attended);
-                    let ffn = post.forward(layer.mlp.forward(pre.forward(x.clone())));
-                    x + ffn
-                }
-                _ => {
-                    let x = x + attended;
-                    let ffn = layer
-                        .mlp
-                        .forward(layer.post_attention_layernorm.forward(x.clone()));
-                    x + ffn
-                }
-            };
+            let (y, layer_weights) =
+                layer.forward(x, all_padding.as_ref(), layer_cache, need_weights)?;
+            x = y;
+            weights.extend(layer_weights);
         }
         cache.padding = all_padding;
         cache.batch = Some(batch);

@@ -60,6 +60,18 @@ fn families() -> Result<Vec<(&'static str, CausalLmConfig, usize)>, AttnError> {
         ("qwen3", small("qwen3", r#", "head_dim": 16"#)?, 0),
         ("gemma2 local", gemma2.clone(), 0),
         ("gemma2 global", gemma2, 1),
+        // OLMo 2: norms after the blocks, QK-norm across all heads.
+        ("olmo2", small("olmo2", "")?, 0),
+        // gpt-oss: learned sinks in every head over a window, a mixture of 4 experts (2 per token)
+        // with the clamped SwiGLU.
+        (
+            "gpt-oss",
+            small(
+                "gpt_oss",
+                r#", "sliding_window": 8, "num_local_experts": 4, "num_experts_per_tok": 2"#,
+            )?,
+            0,
+        ),
     ])
 }
 

@@ -36,7 +36,7 @@ from transformers import (
 from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 from transformers.models.gemma.modeling_gemma import GemmaMLP
 from transformers.models.gemma2.modeling_gemma2 import Gemma2Attention, Gemma2RMSNorm, Gemma2RotaryEmbedding
-from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
+from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssMLP, GptOssRotaryEmbedding
 from transformers.models.gpt_neox.modeling_gpt_neox import (
     GPTNeoXRotaryEmbedding,
 )
@@ -325,6 +325,50 @@ def moes():
               "num_experts_per_tok": top_k, "renormalize": True, "hidden_act": "silu", "n_group": 3,
               "topk_group": 2, "n_shared_experts": 1, "routed_scaling_factor": 2.5},
              lambda p: torch.sigmoid(p) + module.gate.e_score_correction_bias)
+    gpt_oss_moe()
+
+
+def gpt_oss_moe():
+    """gpt-oss's block (GptOssMLP): a router with a bias, the top-2 of 6 logits, softmax over those
+    two; experts with biases whose fused `gate_up_proj [E, D, 2F]` (x @ W, not a Linear's [out, in])
+    interleaves gate (even columns) and up (odd columns), the clamped SwiGLU
+    `(clamp(up, -7, 7) + 1) * g * sigmoid(1.702 g)` with `g = clamp(gate, max=7)`, then
+    `down_proj [E, F, D]`. The weights keep the checkpoint's fused names and layouts. Router rows
+    (and biases) of experts 1 and 3 are equal, so their logits tie for every token; the inputs are
+    large enough that the clamps bite."""
+    hidden, intermediate, experts, top_k = 11, 9, 6, 2
+    config = GptOssConfig(hidden_size=hidden, intermediate_size=intermediate, num_local_experts=experts,
+                          num_experts_per_tok=top_k, num_attention_heads=1, num_key_value_heads=1, head_dim=2)
+    config._experts_implementation = "eager"
+    module = randomize(GptOssMLP(config), scale=0.5)
+    with torch.no_grad():
+        module.router.weight.mul_(0.3)  # router logits of unit order: the softmax over the two is not saturated
+        module.router.weight[3] = module.router.weight[1]
+        module.router.bias[3] = module.router.bias[1]
+    x = randn(3, 7, hidden, scale=3.0)
+    outputs, seeds, grads = with_gradients(
+        module, {"hidden_states": x}, lambda hidden_states: {"output": module(hidden_states)[0]})
+    with torch.no_grad():
+        flat = x.reshape(-1, hidden)
+        logits = torch.nn.functional.linear(flat, module.router.weight, module.router.bias)
+        top = logits.topk(top_k + 1, dim=-1)
+        tied = top.values[:, top_k - 1] == top.values[:, top_k]
+        chosen = top.indices[tied, top_k - 1].tolist()
+        gate_up = torch.einsum("nd,edf->nef", flat, module.experts.gate_up_proj) + module.experts.gate_up_proj_bias
+        routed = gate_up[torch.arange(flat.shape[0])[:, None], top.indices[:, :top_k]]  # [N, k, 2F]
+        gate, up = routed[..., ::2], routed[..., 1::2]
+        limit = config.swiglu_limit
+    print(f"gpt_oss_moe: {int(tied.sum())} of {flat.shape[0]} tokens tie for the last place (torch chose "
+          f"{chosen}); routed units: gate > {limit} {int((gate > limit).sum())}, up > {limit} "
+          f"{int((up > limit).sum())}, up < -{limit} {int((up < -limit).sum())} of {gate.numel()}")
+    params = state(module)
+    write("gpt_oss_moe", "GptOssMLP",
+          {"hidden_size": hidden, "intermediate_size": intermediate, "num_experts": experts,
+           "num_experts_per_tok": top_k, "alpha": config.swiglu_alpha, "limit": limit,
+           "router": "softmax over the top-k of router.weight @ x + router.bias",
+           "gate_up_layout": "interleaved: gate = gate_up[..., 0::2], up = gate_up[..., 1::2]",
+           "weights": {k: list(v.shape) for k, v in params.items()}},
+          params=params, inputs={"hidden_states": x}, outputs=outputs, grads=grads, seeds=seeds)
 
 
 def moe_case(name, kind, module, x, experts, top_k, intermediate, config, choosing):

@@ -287,6 +287,19 @@ fn a_folder_that_does_not_fit_is_an_error_naming_the_problem() {
             && error.contains("mlp.gate.weight"),
         "{error}"
     );
+    // gpt-oss's fused experts: a config whose experts are wider than the file's, a bad clamp.
+    let dir = edited("gpt_oss", |c| {
+        c.insert("intermediate_size".into(), 15.into());
+    });
+    let error = load_error(dir.path());
+    assert!(
+        error.contains("weight layers.0.mlp.experts.gate_up_proj has shape [5, 36, 28], not the config's [5, 36, 30]"),
+        "{error}"
+    );
+    let dir = edited("gpt_oss", |c| {
+        c.insert("swiglu_limit".into(), (-1.0).into());
+    });
+    assert!(load_error(dir.path()).contains("swiglu_limit is -1: must be positive"));
     let dir = edited("qwen3_moe", |c| {
         c.insert("mlp_only_layers".into(), serde_json::json!([7]));
     });

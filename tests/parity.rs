@@ -444,9 +444,23 @@ enum Leaf {
     Linear(Tensor<2>),
     Three(Tensor<3>),
     Four(Tensor<4>),
+    /// One torch tensor held in parts (gpt-oss's fused experts): per expert, its parts of one
+    /// shape interleaved element by element (along torch's last axis), the experts concatenated.
+    Interleaved(Vec<Vec<Leaf>>),
 }
 
 impl Leaf {
+    /// Its number of elements.
+    fn len(&self) -> usize {
+        match self {
+            Leaf::One(t) => t.dims().iter().product(),
+            Leaf::Two(t) | Leaf::Linear(t) => t.dims().iter().product(),
+            Leaf::Three(t) => t.dims().iter().product(),
+            Leaf::Four(t) => t.dims().iter().product(),
+            Leaf::Interleaved(experts) => experts.iter().flatten().map(Leaf::len).sum(),
+        }
+    }
+
     /// The gradient in torch's layout, flattened.
     fn grad(&self, grads: &Gradients) -> Option<Vec<f32>> {
         let data = match self {
@@ -455,6 +469,19 @@ impl Leaf {
             Leaf::Linear(t) => t.grad(grads)?.transpose().into_data(),
             Leaf::Three(t) => t.grad(grads)?.into_data(),
             Leaf::Four(t) => t.grad(grads)?.into_data(),
+            Leaf::Interleaved(experts) => {
+                let mut joined = Vec::new();
+                for parts in experts {
+                    // An expert no token chose has no gradient: zeros, as torch's.
+                    let parts: Vec<Vec<f32>> = parts
+                        .iter()
+                        .map(|part| part.grad(grads).unwrap_or_else(|| vec![0.0; part.len()]))
+                        .collect();
+                    joined
+                        .extend((0..parts[0].len()).flat_map(|k| parts.iter().map(move |p| p[k])));
+                }
+                return Some(joined);
+            }
         };
         Some(data.convert::<f32>().try_to_vec::<f32>().unwrap())
     }

@@ -17,7 +17,7 @@ use attnzoo_models::attention::{
 use attnzoo_models::norm::RmsNormConfig;
 use attnzoo_models::position::{RopeScaling, RotaryConfig, RotaryEncoding};
 use attnzoo_models::transformer::{
-    GatedActivation, GatedFeedForwardConfig, Routing, SparseMoeConfig,
+    GatedActivation, GatedFeedForward, GatedFeedForwardConfig, Routing, SparseMoeConfig,
 };
 use burn::module::Param;
 use burn::nn::Linear;
@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::{check_gradients, compare, fixtures_of, Fixture, Leaf};
 
 /// The kinds this file runs.
-const KINDS: [&str; 13] = [
+const KINDS: [&str; 14] = [
     "LlamaRMSNorm",
     "Gemma2RMSNorm",
     "LlamaMLP",
@@ -41,6 +41,7 @@ const KINDS: [&str; 13] = [
     "MixtralSparseMoeBlock",
     "Qwen3MoeSparseMoeBlock",
     "DeepseekV3MoE",
+    "GptOssMLP",
 ];
 
 /// Whether `kind` is one of this file's.
@@ -205,6 +206,60 @@ fn build(
                 expert.gate_proj = run.linear(fixture, &format!("experts.{e}.gate_proj"), device);
                 expert.up_proj = run.linear(fixture, &format!("experts.{e}.up_proj"), device);
                 expert.down_proj = run.linear(fixture, &format!("experts.{e}.down_proj"), device);
+            }
+            let x = run.input3(fixture, "hidden_states", device);
+            run.outputs
+                .push(("output".into(), moe.forward(x).unsqueeze()));
+        }
+        "GptOssMLP" => {
+            let mut moe = SparseMoeConfig::new(
+                fixture.usize("hidden_size"),
+                fixture.usize("intermediate_size"),
+                fixture.usize("num_experts"),
+                fixture.usize("num_experts_per_tok"),
+            )
+            .with_routing(Routing::Softmax { renormalize: true })
+            .with_activation(GatedActivation::ClampedSwiglu {
+                alpha: number(&fixture.config, "alpha")?,
+                limit: number(&fixture.config, "limit")?,
+            })
+            .with_bias(true)
+            .try_init(device)
+            .map_err(err)?;
+            moe.gate = run.linear(fixture, "router", device);
+            let fused = |name: &str| format!("param.experts.{name}");
+            moe.set_interleaved_experts(
+                fixture.float(&fused("gate_up_proj"), device),
+                fixture.float(&fused("gate_up_proj_bias"), device),
+                fixture.float(&fused("down_proj"), device),
+                fixture.float(&fused("down_proj_bias"), device),
+            )
+            .map_err(err)?;
+            if run.track {
+                // The experts' own parameters, reassembled into the fused tensors' gradients.
+                let parts = |part: &dyn Fn(&GatedFeedForward) -> Vec<Leaf>| {
+                    Leaf::Interleaved(moe.experts.iter().map(part).collect())
+                };
+                let weight = |linear: &Linear| Leaf::Two(linear.weight.val());
+                let bias = |linear: &Linear| Leaf::One(linear.bias.as_ref().expect("a bias").val());
+                run.tracked.extend([
+                    (
+                        "experts.gate_up_proj".into(),
+                        parts(&|x| vec![weight(&x.gate_proj), weight(&x.up_proj)]),
+                    ),
+                    (
+                        "experts.gate_up_proj_bias".into(),
+                        parts(&|x| vec![bias(&x.gate_proj), bias(&x.up_proj)]),
+                    ),
+                    (
+                        "experts.down_proj".into(),
+                        parts(&|x| vec![weight(&x.down_proj)]),
+                    ),
+                    (
+                        "experts.down_proj_bias".into(),
+                        parts(&|x| vec![bias(&x.down_proj)]),
+                    ),
+                ]);
             }
             let x = run.input3(fixture, "hidden_states", device);
             run.outputs

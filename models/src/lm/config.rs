@@ -131,6 +131,10 @@ pub struct ExpertSettings {
     pub shared_d_ff: Option<usize>,
     /// Per layer, whether it has the experts (else a dense block of `intermediate_size`).
     pub layers: Vec<bool>,
+    /// The experts' non-linearity (gpt-oss's clamped SwiGLU; the model's otherwise).
+    pub activation: GatedActivation,
+    /// Biases on the router and the experts (gpt-oss).
+    pub bias: bool,
 }
 
 /// The fields of one JSON object, read with errors that name the field.
@@ -298,9 +302,12 @@ impl CausalLmConfig {
         );
         let (rope_theta, rope_scaling, partial_rotary_factor, rope_local_theta) =
             rope(&fields, max_position_embeddings, family.rope)?;
-        let attention_bias = fields.bool_opt("attention_bias")?.unwrap_or(false);
+        let attention_bias = match family.attention_bias {
+            AttentionBias::Config(default) => fields.bool_opt("attention_bias")?.unwrap_or(default),
+            _ => false,
+        };
         let (qkv_bias, output_bias) = match family.attention_bias {
-            AttentionBias::Config => (attention_bias, attention_bias),
+            AttentionBias::Config(_) => (attention_bias, attention_bias),
             AttentionBias::QkvOnly => (true, false),
             AttentionBias::Never => (false, false),
         };
@@ -361,12 +368,12 @@ impl CausalLmConfig {
             family.experts,
             num_hidden_layers,
             intermediate_size,
+            activation,
         )?;
         if latent.is_some() {
             ensure!(
-                rope_scaling == RopeScaling::None && partial_rotary_factor == 1.0,
-                "config.json rope scaling {:?} is not supported for {model_type} (its latent attention takes plain RoPE)",
-                rope_scaling.rope_type()
+                partial_rotary_factor == 1.0,
+                "config.json partial_rotary_factor {partial_rotary_factor} is not supported for {model_type} (its latent attention rotates qk_rope_head_dim whole)"
             );
         }
         Ok(CausalLmConfig {
@@ -658,8 +665,10 @@ fn experts(
     rule: ExpertRule,
     layers: usize,
     intermediate_size: usize,
+    mut activation: GatedActivation,
 ) -> Result<Option<ExpertSettings>, AttnError> {
     let mut shared_d_ff = None;
+    let mut bias = false;
     let (n_experts, d_ff, routing, sparse) = match rule {
         ExpertRule::None => return Ok(None),
         ExpertRule::Mixtral => (
@@ -668,6 +677,29 @@ fn experts(
             Routing::Softmax { renormalize: true },
             vec![true; layers],
         ),
+        ExpertRule::GptOss => {
+            let limit = fields.f64_opt("swiglu_limit")?.unwrap_or(7.0);
+            ensure!(
+                limit > 0.0,
+                "config.json field swiglu_limit is {limit}: must be positive"
+            );
+            activation = GatedActivation::ClampedSwiglu {
+                alpha: fields.f64_opt("swiglu_alpha")?.unwrap_or(1.702),
+                limit,
+            };
+            bias = true;
+            let n_experts = match fields.get("num_experts") {
+                Some(_) => fields.size("num_experts")?,
+                None => fields.size("num_local_experts")?,
+            };
+            (
+                n_experts,
+                intermediate_size,
+                // Softmax over the k best logits = softmax over all, renormalised over the k.
+                Routing::Softmax { renormalize: true },
+                vec![true; layers],
+            )
+        }
         ExpertRule::DeepSeek => {
             let dense = fields.usize_opt("first_k_dense_replace")?.unwrap_or(3);
             let n_experts = fields.usize_opt("n_routed_experts")?.unwrap_or(256);
@@ -764,6 +796,8 @@ fn experts(
         routing,
         shared_d_ff,
         layers: sparse,
+        activation,
+        bias,
     }))
 }
 

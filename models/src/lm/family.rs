@@ -45,8 +45,8 @@ pub enum QkNorm {
 /// Which attention projections have biases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttentionBias {
-    /// As `attention_bias` says (default false), on all four.
-    Config,
+    /// As `attention_bias` says (this when absent), on all four.
+    Config(bool),
     /// On the query, key and value projections, never the output (Qwen2).
     QkvOnly,
     /// None (Mistral, Mixtral).
@@ -116,6 +116,25 @@ pub enum ExpertRule {
     /// DeepSeek-V3: `n_routed_experts` from layer `first_k_dense_replace` on, grouped sigmoid
     /// routing, shared experts.
     DeepSeek,
+    /// gpt-oss: `num_local_experts` of `intermediate_size` in every layer, a router with a bias,
+    /// softmax over the top-k logits, experts with biases and the clamped SwiGLU
+    /// (`swiglu_alpha`, `swiglu_limit`), stored fused (`gate_up_proj [E, D, 2F]`, gate and up
+    /// interleaved, `down_proj [E, F, D]`).
+    GptOss,
+}
+
+/// A tensor a checkpoint stores fused, split into the modules' own on load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fused {
+    /// Phi-3's `self_attn.qkv_proj.weight [h·d + 2·h_kv·d, D]`: the query's rows, the key's,
+    /// the value's.
+    QkvRows,
+    /// Phi-3's `mlp.gate_up_proj.weight [2F, D]`: the gate's rows, then the up projection's.
+    GateUpRows,
+    /// gpt-oss's experts: `mlp.experts.gate_up_proj [E, D, 2F]` (`x W`, the gate in the even
+    /// columns, up in the odd) with `gate_up_proj_bias [E, 2F]`, `down_proj [E, F, D]` and
+    /// `down_proj_bias [E, D]`.
+    InterleavedExperts,
 }
 
 /// One family: how its `config.json` reads and how its layers are built.
@@ -131,6 +150,8 @@ pub struct Family {
     pub attention: AttentionKind,
     /// QK-norm.
     pub qk_norm: QkNorm,
+    /// Learned attention sinks, one logit per head (`self_attn.sinks`).
+    pub sinks: bool,
     /// The attention projections' biases.
     pub attention_bias: AttentionBias,
     /// Whether `mlp_bias` is read (else the feed-forward block has none).
@@ -158,6 +179,8 @@ pub struct Family {
     /// Checkpoint names → this crate's, applied before the attention kind's common ones
     /// ([`MULTI_HEAD_NAMES`], [`LATENT_NAMES`]).
     pub weight_names: &'static [(&'static str, &'static str)],
+    /// Tensors stored fused.
+    pub fused: &'static [Fused],
 }
 
 /// Hugging Face names → this crate's module fields for multi-head layers, applied in order.
@@ -187,7 +210,8 @@ const LLAMA: Family = Family {
     norms: NormPlacement::Pre,
     attention: AttentionKind::MultiHead,
     qk_norm: QkNorm::None,
-    attention_bias: AttentionBias::Config,
+    sinks: false,
+    attention_bias: AttentionBias::Config(false),
     mlp_bias: true,
     sliding: Sliding::Never,
     rope: RopeRule {
@@ -203,6 +227,7 @@ const LLAMA: Family = Family {
     experts: ExpertRule::None,
     refused_flags: &[],
     weight_names: &[],
+    fused: &[],
 };
 
 const MISTRAL: Family = Family {
@@ -312,6 +337,22 @@ const OLMO2: Family = Family {
     ..LLAMA
 };
 
+const GPT_OSS: Family = Family {
+    model_type: "gpt_oss",
+    sinks: true,
+    attention_bias: AttentionBias::Config(true),
+    mlp_bias: false,
+    sliding: Sliding::Always(128, SlidingLayers::Even),
+    rope: RopeRule {
+        default_theta: 150_000.0,
+        ..LLAMA.rope
+    },
+    experts: ExpertRule::GptOss,
+    weight_names: &[(r"^model\.(layers\.\d+\.mlp)\.router\.", "$1.gate.")],
+    fused: &[Fused::InterleavedExperts],
+    ..LLAMA
+};
+
 /// Every family, by `model_type`.
 pub const FAMILIES: &[Family] = &[
     LLAMA,
@@ -325,6 +366,7 @@ pub const FAMILIES: &[Family] = &[
     QWEN3_MOE,
     SMOLLM3,
     OLMO2,
+    GPT_OSS,
 ];
 
 impl Family {

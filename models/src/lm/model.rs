@@ -24,15 +24,18 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
+use burn::module::Param;
+use burn::nn::Linear;
 use burn::nn::{EmbeddingConfig, LinearConfig};
 use burn::store::{
-    FloatCastAdapter, ModuleAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore,
+    bridge, FloatCastAdapter, ModuleAdapter, ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter,
+    SafetensorsStore,
 };
-use burn::tensor::{Bool, DType, Device, Int, Tensor};
+use burn::tensor::{Bool, DType, Device, Int, Tensor, TensorData};
 use serde_json::Value;
 
 use super::config::{CausalLmConfig, LatentWidths};
-use super::family::{NormPlacement, QkNorm};
+use super::family::{Fused, NormPlacement, QkNorm};
 use crate::attention::{
     softcap, KeyPattern, KvCache, LatentCache, MultiHead, MultiHeadConfig, MultiHeadInput,
     MultiHeadLatent, MultiHeadLatentConfig, MultiHeadLatentInput, ScaledDotProductConfig,
@@ -353,7 +356,8 @@ impl CausalLmConfig {
                 )
                 .with_routing(experts.routing)
                 .with_shared_d_ff(experts.shared_d_ff)
-                .with_activation(self.activation)
+                .with_activation(experts.activation)
+                .with_bias(experts.bias)
                 .try_init(device)?
                 .map_projections(Projection::from),
             ),
@@ -387,6 +391,7 @@ impl CausalLmConfig {
             .with_d_head(Some(self.head_dim))
             .with_bias(self.qkv_bias)
             .with_output_bias(Some(self.output_bias))
+            .with_sinks(self.family.sinks)
             .with_qk_norm(
                 match self.family.qk_norm {
                     QkNorm::None => None,
@@ -422,11 +427,51 @@ impl CausalLmConfig {
         // 1e-6, whatever `rms_norm_eps` says (as DeepSeek's own modeling code).
         .with_rms_norm_eps(1e-6)
         .with_rope_base(self.rope_theta)
+        .with_rope_scaling(self.rope_scaling)
         .with_rope_interleaved(widths.rope_interleave)
         .with_bias(self.output_bias)
         .with_attention(attention)
         .try_init(device)
     }
+}
+
+/// A dense projection with `weight [d_in, d_out]`.
+fn dense(weight: Tensor<2>, bias: Option<Tensor<1>>) -> Projection {
+    Projection::Dense(Linear {
+        weight: Param::from_tensor(weight),
+        bias: bias.map(Param::from_tensor),
+    })
+}
+
+/// The tensor `name` of a safetensors file, of shape `dims` (flattened to `[Π dims]`), in the
+/// device's float type; `None` when the file does not hold it.
+fn fused_tensor(
+    store: &mut SafetensorsStore,
+    name: &str,
+    dims: &[usize],
+    device: &Device,
+) -> Result<Option<Tensor<1>>, AttnError> {
+    let tensor = store
+        .get_tensor(name)
+        .map_err(|error| AttnError::new(format!("cannot read weight {name}: {error}")))?;
+    let Some(tensor) = tensor else {
+        return Ok(None);
+    };
+    ensure!(
+        tensor.shape.as_slice() == dims,
+        "weight {name} has shape {:?}, not the config's {dims:?}",
+        tensor.shape.as_slice()
+    );
+    let data = bridge::to_data(tensor)
+        .map_err(|error| AttnError::new(format!("cannot read weight {name}: {error}")))?
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .map_err(|error| AttnError::new(format!("cannot read weight {name}: {error:?}")))?;
+    let len = data.len();
+    Ok(Some(Tensor::from_data(
+        TensorData::new(data, [len]),
+        device,
+    )))
 }
 
 /// The safetensors files of a folder: `model.safetensors`, or the shards that
@@ -519,8 +564,10 @@ impl CausalLm {
                 "load_weights reads float weights into a model built by CausalLmConfig::try_init",
             ));
         };
-        let float: DType = embedding.weight.lazy_device().settings().float_dtype.into();
+        let device = embedding.weight.lazy_device();
+        let float: DType = device.settings().float_dtype.into();
         let mut applied = BTreeSet::new();
+        let mut fused = BTreeSet::new();
         let mut missing = Vec::new();
         let mut problems = Vec::new();
         for file in &files {
@@ -536,6 +583,11 @@ impl CausalLm {
                 AttnError::new(format!("cannot load {}: {error}", file.display()))
             })?;
             applied.extend(result.applied);
+            let (read, filled) = self
+                .load_fused(&mut store, config, &device)
+                .map_err(|error| AttnError::new(format!("{}: {error}", file.display())))?;
+            fused.extend(read);
+            applied.extend(filled);
             missing = result.missing;
             problems.extend(
                 result
@@ -547,7 +599,7 @@ impl CausalLm {
                 result
                     .unused
                     .iter()
-                    .filter(|name| name.starts_with("layers."))
+                    .filter(|name| name.starts_with("layers.") && !fused.contains(*name))
                     .take(1)
                     .map(|name| format!("weight {name} has no place in the config's layers")),
             );
@@ -572,6 +624,108 @@ impl CausalLm {
             not_finite.join(", ")
         );
         Ok(())
+    }
+
+    /// Splits the tensors the family stores fused ([`Fused`]) out of one file into the layers'
+    /// modules; returns the fused names read and the parameter names they filled.
+    fn load_fused(
+        &mut self,
+        store: &mut SafetensorsStore,
+        config: &CausalLmConfig,
+        device: &Device,
+    ) -> Result<(Vec<String>, Vec<String>), AttnError> {
+        let (mut read, mut filled) = (Vec::new(), Vec::new());
+        let (heads, kv_heads, d) = (
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            config.head_dim,
+        );
+        for (n, layer) in self.layers.iter_mut().enumerate() {
+            for kind in config.family.fused {
+                let mut tensor = |name: &str, dims: &[usize]| {
+                    let name = format!("layers.{n}.{name}");
+                    let found = fused_tensor(store, &name, dims, device)?;
+                    if found.is_some() {
+                        read.push(name);
+                    }
+                    Ok::<_, AttnError>(found)
+                };
+                match kind {
+                    Fused::QkvRows => {
+                        let rows = [heads * d, kv_heads * d, kv_heads * d];
+                        let dims = [rows.iter().sum(), config.hidden_size];
+                        let (Some(qkv), LmAttention::MultiHead(mha)) = (
+                            tensor("self_attn.qkv_proj.weight", &dims)?,
+                            &mut layer.self_attn,
+                        ) else {
+                            continue;
+                        };
+                        let qkv = qkv.reshape(dims).transpose();
+                        let mut start = 0;
+                        for (projection, (rows, name)) in
+                            [&mut mha.query, &mut mha.key, &mut mha.value]
+                                .into_iter()
+                                .zip(rows.into_iter().zip(["query", "key", "value"]))
+                        {
+                            *projection = dense(qkv.clone().narrow(1, start, rows), None);
+                            filled.push(format!("layers.{n}.self_attn.{name}.weight"));
+                            start += rows;
+                        }
+                    }
+                    Fused::GateUpRows => {
+                        let f = config.intermediate_size;
+                        let dims = [2 * f, config.hidden_size];
+                        let (Some(gate_up), LmFeedForward::Dense(mlp)) =
+                            (tensor("mlp.gate_up_proj.weight", &dims)?, &mut layer.mlp)
+                        else {
+                            continue;
+                        };
+                        let gate_up = gate_up.reshape(dims).transpose();
+                        mlp.gate_proj = dense(gate_up.clone().narrow(1, 0, f), None);
+                        mlp.up_proj = dense(gate_up.narrow(1, f, f), None);
+                        for name in ["gate_proj", "up_proj"] {
+                            filled.push(format!("layers.{n}.mlp.{name}.weight"));
+                        }
+                    }
+                    Fused::InterleavedExperts => {
+                        let LmFeedForward::Experts(moe) = &mut layer.mlp else {
+                            continue;
+                        };
+                        let (e, f, width) = (
+                            moe.experts.len(),
+                            config.intermediate_size,
+                            config.hidden_size,
+                        );
+                        let parts = (
+                            tensor("mlp.experts.gate_up_proj", &[e, width, 2 * f])?,
+                            tensor("mlp.experts.gate_up_proj_bias", &[e, 2 * f])?,
+                            tensor("mlp.experts.down_proj", &[e, f, width])?,
+                            tensor("mlp.experts.down_proj_bias", &[e, width])?,
+                        );
+                        let (Some(gate_up), Some(gate_up_bias), Some(down), Some(down_bias)) =
+                            parts
+                        else {
+                            continue;
+                        };
+                        moe.set_interleaved_experts(
+                            gate_up.reshape([e, width, 2 * f]),
+                            gate_up_bias.reshape([e, 2 * f]),
+                            down.reshape([e, f, width]),
+                            down_bias.reshape([e, width]),
+                        )?;
+                        for i in 0..e {
+                            for name in ["gate_proj", "up_proj", "down_proj"] {
+                                for param in ["weight", "bias"] {
+                                    filled
+                                        .push(format!("layers.{n}.mlp.experts.{i}.{name}.{param}"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok((read, filled))
     }
 
     /// The device the model's parameters are on.

@@ -4,7 +4,8 @@
 //! `FFN(x) = W_down (act(W_gate x) ⊙ W_up x)`
 //!
 //! with `act = SiLU` (SwiGLU: Llama, Mistral, Qwen) or the tanh approximation of GELU (GeGLU:
-//! Gemma's `gelu_pytorch_tanh`, `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`). No biases by default,
+//! Gemma's `gelu_pytorch_tanh`, `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`), or gpt-oss's clamped
+//! SwiGLU `FFN(x) = W_down ((min(u, ℓ) + 1)·…)`, see [`GatedActivation::ClampedSwiglu`]. No biases by default,
 //! as in `LlamaMLP` and `GemmaMLP`, whose weight names (`gate_proj`, `up_proj`, `down_proj`) the
 //! fields keep.
 //!
@@ -13,7 +14,7 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::silu;
+use burn::tensor::activation::{sigmoid, silu};
 use burn::tensor::{Device, Tensor};
 
 use crate::error::ensure;
@@ -21,12 +22,21 @@ use crate::quant::Project;
 use crate::AttnError;
 
 /// The gate's non-linearity.
-#[derive(Config, Debug, Copy, PartialEq, Eq)]
+#[derive(Config, Debug, Copy, PartialEq)]
 pub enum GatedActivation {
     /// `x σ(x)`: SwiGLU (transformers' `silu`).
     Silu,
     /// `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`: GeGLU (transformers' `gelu_pytorch_tanh`).
     GeluTanh,
+    /// gpt-oss's SwiGLU with clamps, on the up projection too: with `g = min(gate, ℓ)` and
+    /// `u = clamp(up, −ℓ, ℓ)`, the hidden unit is `g σ(α g) (u + 1)` (`swiglu_alpha` α 1.702,
+    /// `swiglu_limit` ℓ 7).
+    ClampedSwiglu {
+        /// `swiglu_alpha`.
+        alpha: f64,
+        /// `swiglu_limit`.
+        limit: f64,
+    },
 }
 
 /// Configuration of [`GatedFeedForward`].
@@ -118,11 +128,17 @@ impl<P: Project> GatedFeedForward<P> {
     /// `x [.., d_model]` → `[.., d_model]`.
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let gate = self.gate_proj.project(x.clone());
-        let gate = match self.activation {
-            GatedActivation::Silu => silu(gate),
-            GatedActivation::GeluTanh => gelu_tanh(gate),
+        let up = self.up_proj.project(x);
+        let hidden = match self.activation {
+            GatedActivation::Silu => silu(gate) * up,
+            GatedActivation::GeluTanh => gelu_tanh(gate) * up,
+            GatedActivation::ClampedSwiglu { alpha, limit } => {
+                let gate = gate.clamp_max(limit);
+                let glu = gate.clone() * sigmoid(gate * alpha);
+                glu * (up.clamp(-limit, limit) + 1.0)
+            }
         };
-        self.down_proj.project(gate * self.up_proj.project(x))
+        self.down_proj.project(hidden)
     }
 }
 

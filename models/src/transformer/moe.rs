@@ -7,7 +7,8 @@
 //!
 //! [`Routing::Softmax`] (Mixtral, Qwen3-MoE): `p = softmax(x W_gateᵀ)`, `S = top_k(p)`,
 //! `w_e = p_e / Σ_{e' ∈ S} p_e'` when renormalised (Mixtral; Qwen3-MoE's `norm_topk_prob`), else
-//! `p_e`. [`Routing::SigmoidGroups`] (DeepSeek-V3): `s = σ(x W_gateᵀ)`; the choice from `s + b`
+//! `p_e`; gpt-oss's softmax over the `k` best logits (with the router's bias) is the renormalised
+//! case, `exp(l_e) / Σ_{e' ∈ S} exp(l_e')`. [`Routing::SigmoidGroups`] (DeepSeek-V3): `s = σ(x W_gateᵀ)`; the choice from `s + b`
 //! (`e_score_correction_bias`, for the choice only) among the experts of the `topk_group` best of
 //! `n_group` groups (a group scores the sum of its two best), `w_e = s_e` (over `Σ_S s + 10⁻²⁰`
 //! when renormalised) times `routed_scaling_factor`. Each `FFN_e` is a [`GatedFeedForward`]. Only
@@ -66,12 +67,16 @@ pub struct SparseMoeConfig {
     /// The experts' gate non-linearity: SiLU (SwiGLU) by default.
     #[config(default = "GatedActivation::Silu")]
     pub activation: GatedActivation,
+    /// Biases on the router and the experts' projections (gpt-oss); none by default.
+    #[config(default = false)]
+    pub bias: bool,
 }
 
 /// How a router's scores choose and weigh the experts; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Routing {
-    /// Softmax over the experts, the top k, renormalised or not (Mixtral, Qwen3-MoE).
+    /// Softmax over the experts, the top k, renormalised (Mixtral, gpt-oss) or not (Qwen3-MoE's
+    /// `norm_topk_prob` false).
     Softmax {
         /// The chosen weights renormalised to sum to 1.
         renormalize: bool,
@@ -92,7 +97,7 @@ pub enum Routing {
 /// The router and the experts; see the module docs.
 #[derive(Module, Debug)]
 pub struct SparseMoe<P: Project = Linear> {
-    /// The router `W_gate`: `d_model → n_experts`, no bias.
+    /// The router `W_gate`: `d_model → n_experts` (a bias for gpt-oss).
     pub gate: P,
     /// The experts.
     pub experts: Vec<GatedFeedForward<P>>,
@@ -146,12 +151,13 @@ impl SparseMoeConfig {
                 "routed_scaling_factor {scaling} must be a positive number"
             );
         }
-        let expert =
-            GatedFeedForwardConfig::new(self.d_model, self.d_ff).with_activation(self.activation);
+        let expert = GatedFeedForwardConfig::new(self.d_model, self.d_ff)
+            .with_activation(self.activation)
+            .with_bias(self.bias);
         let grouped = matches!(self.routing, Routing::SigmoidGroups { .. });
         Ok(SparseMoe {
             gate: LinearConfig::new(self.d_model, self.n_experts)
-                .with_bias(false)
+                .with_bias(self.bias)
                 .init(device),
             experts: (0..self.n_experts)
                 .map(|_| expert.try_init(device))
@@ -304,6 +310,70 @@ impl<P: Project> SparseMoe<P> {
                 torch_top_k(&masked, self.top_k)
             }
         }
+    }
+}
+
+impl<P: Project + From<Linear>> SparseMoe<P> {
+    /// Sets the experts from gpt-oss's fused tensors (`GptOssExperts`): `gate_up [E, D, 2F]`,
+    /// multiplied as `x W`, the gate in the even columns and up in the odd, `gate_up_bias
+    /// [E, 2F]` likewise, `down [E, F, D]`, `down_bias [E, D]`. Slices of the given tensors: a
+    /// gradient reaches them.
+    pub fn set_interleaved_experts(
+        &mut self,
+        gate_up: Tensor<3>,
+        gate_up_bias: Tensor<2>,
+        down: Tensor<3>,
+        down_bias: Tensor<2>,
+    ) -> Result<(), AttnError> {
+        let [e, width, f2] = gate_up.dims();
+        let f = f2 / 2;
+        ensure!(
+            e == self.experts.len()
+                && f2 == 2 * f
+                && gate_up_bias.dims() == [e, f2]
+                && down.dims() == [e, f, width]
+                && down_bias.dims() == [e, width],
+            "fused experts of shapes {:?}, {:?}, {:?}, {:?} are not [E, D, 2F], [E, 2F], [E, F, D], [E, D] for {} experts",
+            gate_up.dims(),
+            gate_up_bias.dims(),
+            down.dims(),
+            down_bias.dims(),
+            self.experts.len()
+        );
+        let gate_up = gate_up.reshape([e, width, f, 2]);
+        let gate_up_bias = gate_up_bias.reshape([e, f, 2]);
+        let linear = |weight: Tensor<2>, bias: Tensor<1>| {
+            P::from(Linear {
+                weight: Param::from_tensor(weight),
+                bias: Some(Param::from_tensor(bias)),
+            })
+        };
+        for (i, expert) in self.experts.iter_mut().enumerate() {
+            let half = |h: usize| {
+                linear(
+                    gate_up
+                        .clone()
+                        .slice([i..i + 1, 0..width, 0..f, h..h + 1])
+                        .reshape([width, f]),
+                    gate_up_bias
+                        .clone()
+                        .slice([i..i + 1, 0..f, h..h + 1])
+                        .reshape([f]),
+                )
+            };
+            expert.gate_proj = half(0);
+            expert.up_proj = half(1);
+            expert.down_proj = linear(
+                down.clone()
+                    .slice([i..i + 1, 0..f, 0..width])
+                    .reshape([f, width]),
+                down_bias
+                    .clone()
+                    .slice([i..i + 1, 0..width])
+                    .reshape([width]),
+            );
+        }
+        Ok(())
     }
 }
 

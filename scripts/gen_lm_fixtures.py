@@ -42,9 +42,12 @@ from transformers import (
     Gemma2Config,
     Gemma3TextConfig,
     GenerationConfig,
+    GptOssConfig,
     LlamaConfig,
     MistralConfig,
     MixtralConfig,
+    Olmo2Config,
+    Phi3Config,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen3Config,
@@ -156,6 +159,41 @@ def cases():
                                   num_key_value_heads=2, max_position_embeddings=64, no_rope_layer_interval=2,
                                   use_sliding_window=True, sliding_window=5, rope_parameters=rope("default"),
                                   **{**common, "num_hidden_layers": 4}), {}),
+        # OLMo 2: no pre-norms; RMSNorm on the attention and MLP outputs before the residual add, and
+        # QK-norm over the whole width of q (heads * head_dim) and of k (kv_heads * head_dim) before
+        # the split into heads.
+        ("olmo2", Olmo2Config(hidden_size=32, intermediate_size=40, num_attention_heads=4, num_key_value_heads=2,
+                              max_position_embeddings=64, rope_parameters=rope("default"), **common), {}),
+        # Phi-3: fused qkv_proj and gate_up_proj, RoPE over the first 0.8 of each head (4 pairs of 10
+        # features). Default RoPE: attnzoo refuses LongRoPE so far (its short/long factors, and
+        # generate() recomputing the whole sequence once it passes original_max_position_embeddings).
+        ("phi3", Phi3Config(hidden_size=40, intermediate_size=44, num_attention_heads=4, num_key_value_heads=2,
+                            max_position_embeddings=64, original_max_position_embeddings=16,
+                            rope_parameters=rope("default", partial_rotary_factor=0.8),
+                            **{**common, "num_hidden_layers": 4}), {"batch_len": 22}),
+        # gpt-oss: attention biases and learned sinks, sliding (window 5) and full layers alternating,
+        # head_dim 14 (not hidden / heads), YaRN untruncated with a ramp that blends one frequency,
+        # 5 experts (fused, interleaved gate/up, biases), 2 per token (softmax over the two logits),
+        # the clamped SwiGLU (alpha 1.702, limit 7) with gate/up values past the limit.
+        ("gpt_oss", GptOssConfig(hidden_size=36, intermediate_size=14, num_attention_heads=4, num_key_value_heads=2,
+                                 head_dim=14, num_local_experts=5, num_experts_per_tok=2, sliding_window=5,
+                                 layer_types=["sliding_attention", "full_attention"] * 2,
+                                 max_position_embeddings=128,
+                                 rope_parameters=rope("yarn", factor=4.0, beta_fast=32.0, beta_slow=1.0,
+                                                      truncate=False, original_max_position_embeddings=32),
+                                 **{**common, "num_hidden_layers": 4}), {}),
+        # DeepSeek-V3 with experts and YaRN over qk_rope_head_dim 6 (factor 4 of 16 positions,
+        # mscale 1 and mscale_all_dim 0.707: the softmax scale gains mscale(4, 0.707)^2 and the
+        # cos/sin the ratio mscale(4, 1) / mscale(4, 0.707)).
+        ("deepseek_v3_yarn", DeepseekV3Config(hidden_size=32, intermediate_size=40, moe_intermediate_size=10,
+                                              num_attention_heads=4, num_key_value_heads=4, n_routed_experts=6,
+                                              n_shared_experts=1, num_experts_per_tok=2, n_group=3, topk_group=2,
+                                              first_k_dense_replace=1, routed_scaling_factor=2.5,
+                                              kv_lora_rank=8, q_lora_rank=12, qk_nope_head_dim=6,
+                                              qk_rope_head_dim=6, v_head_dim=5, max_position_embeddings=64,
+                                              rope_parameters=rope("yarn", factor=4.0, original_max_position_embeddings=16,
+                                                                   mscale=1.0, mscale_all_dim=0.707),
+                                              **{**common, "num_hidden_layers": 3}), {"batch_len": 22}),
     ]
 
 
@@ -163,7 +201,17 @@ def randomise(model, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 1 and ("norm" in name):
+            if isinstance(model.config, GptOssConfig) and name.endswith("sinks"):
+                p.copy_(torch.randn(p.shape, generator=g))
+            elif isinstance(model.config, GptOssConfig) and name.endswith("_bias"):
+                # the experts' biases [E, 2F] and [E, D]
+                p.copy_(0.2 * torch.randn(p.shape, generator=g))
+            elif isinstance(model.config, GptOssConfig) and p.dim() == 3:
+                # the experts' [E, in, out] (gate_up_proj [E, D, 2F], down_proj [E, F, D]); gate_up_proj
+                # with 3x the standard deviation so that some gate/up values pass the SwiGLU limit (7)
+                gain = 3.0 if name.endswith("gate_up_proj") else 1.0
+                p.copy_(gain * torch.randn(p.shape, generator=g) / math.sqrt(p.shape[1]))
+            elif p.dim() == 1 and ("norm" in name):
                 base = 0.0 if isinstance(model.config, (Gemma2Config, Gemma3TextConfig)) else 1.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=g))
             elif p.dim() == 1:

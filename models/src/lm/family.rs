@@ -353,6 +353,15 @@ const GPT_OSS: Family = Family {
     ..LLAMA
 };
 
+const PHI3: Family = Family {
+    model_type: "phi3",
+    attention_bias: AttentionBias::Never,
+    mlp_bias: false,
+    sliding: Sliding::WhenSet(SlidingLayers::All),
+    fused: &[Fused::QkvRows, Fused::GateUpRows],
+    ..LLAMA
+};
+
 /// Every family, by `model_type`.
 pub const FAMILIES: &[Family] = &[
     LLAMA,
@@ -367,6 +376,7 @@ pub const FAMILIES: &[Family] = &[
     SMOLLM3,
     OLMO2,
     GPT_OSS,
+    PHI3,
 ];
 
 impl Family {

@@ -1,5 +1,6 @@
 //! Decoder language models from Hugging Face folders — Llama, Mistral, Qwen2, Qwen3, Gemma 2 and 3,
-//! DeepSeek-V3, Mixtral, Qwen3-MoE, SmolLM3 — and from llama.cpp's GGUF files ([`gguf`]: quantized weights
+//! DeepSeek-V3, Mixtral, Qwen3-MoE, SmolLM3, OLMo 2, gpt-oss, Phi-3, one [`Family`] entry each
+//! in [`FAMILIES`] — and from llama.cpp's GGUF files ([`gguf`]: quantized weights
 //! kept in their blocks or dequantized), built only from the zoo's mechanisms ([`crate::attention`],
 //! [`crate::norm`], [`crate::position`], [`crate::transformer::GatedFeedForward`],
 //! [`crate::transformer::SparseMoe`]), with a KV

@@ -164,12 +164,16 @@ def cases():
         # the split into heads.
         ("olmo2", Olmo2Config(hidden_size=32, intermediate_size=40, num_attention_heads=4, num_key_value_heads=2,
                               max_position_embeddings=64, rope_parameters=rope("default"), **common), {}),
-        # Phi-3: fused qkv_proj and gate_up_proj, RoPE over the first 0.8 of each head (4 pairs of 10
-        # features). Default RoPE: attnzoo refuses LongRoPE so far (its short/long factors, and
-        # generate() recomputing the whole sequence once it passes original_max_position_embeddings).
+        # Phi-3: fused qkv_proj and gate_up_proj, LongRoPE over the first 0.8 of each head (4 pairs of
+        # 10 features) with distinct short and long factors, original_max_position_embeddings 16 of
+        # 64 (attention_factor sqrt(1 + ln 4 / ln 16)): the padded batch (22 positions) takes the long
+        # factors, and greedy generation (9 + 32 tokens) crosses 16, where generate() recomputes the
+        # whole sequence with the long factors.
         ("phi3", Phi3Config(hidden_size=40, intermediate_size=44, num_attention_heads=4, num_key_value_heads=2,
                             max_position_embeddings=64, original_max_position_embeddings=16,
-                            rope_parameters=rope("default", partial_rotary_factor=0.8),
+                            rope_parameters=rope("longrope", partial_rotary_factor=0.8,
+                                                 short_factor=[1.0, 1.5, 2.2, 3.0],
+                                                 long_factor=[2.0, 3.5, 5.0, 8.0]),
                             **{**common, "num_hidden_layers": 4}), {"batch_len": 22}),
         # gpt-oss: attention biases and learned sinks, sliding (window 5) and full layers alternating,
         # head_dim 14 (not hidden / heads), YaRN untruncated with a ramp that blends one frequency,

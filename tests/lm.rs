@@ -143,10 +143,10 @@ fn every_folder_matches_transformers_logits_and_greedy_ids_on_every_backend() {
                 }
             };
             let (whole, stepped) = logits_errors(&lm, &reference, &test.device);
-            // Dynamic NTK past max_position_embeddings: the cache keeps each key rotated at
+            // Dynamic NTK or LongRoPE past their length: the cache keeps each key rotated at
             // the frequencies of its own step (as transformers' cache does), so token by token
             // differs from the whole sequence at once by design; generation is compared below.
-            let stepped = (!dynamic_past_its_length(&folder, &reference)).then_some(stepped);
+            let stepped = (!scaled_past_its_length(&folder, &reference)).then_some(stepped);
             let prompt: Vec<u32> = reference.json["prompt"]
                 .as_array()
                 .unwrap()
@@ -194,13 +194,18 @@ fn every_folder_matches_transformers_logits_and_greedy_ids_on_every_backend() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn dynamic_past_its_length(folder: &Path, reference: &Reference) -> bool {
+/// Whether the reference batch is longer than the length past which the folder's RoPE changes
+/// its frequencies (dynamic NTK: `max_position_embeddings`; LongRoPE: the original length).
+fn scaled_past_its_length(folder: &Path, reference: &Reference) -> bool {
     let config: Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("config.json")).unwrap())
             .unwrap();
-    let dynamic = config["rope_parameters"]["rope_type"] == "dynamic";
-    let longest = config["max_position_embeddings"].as_u64().unwrap() as usize;
-    dynamic && reference.input_ids.0[1] > longest
+    let longest = match config["rope_parameters"]["rope_type"].as_str() {
+        Some("dynamic") => &config["max_position_embeddings"],
+        Some("longrope") => &config["original_max_position_embeddings"],
+        _ => return false,
+    };
+    reference.input_ids.0[1] > longest.as_u64().unwrap() as usize
 }
 
 /// A copy of a fixture folder with `edit` applied to its config.json.

@@ -343,7 +343,7 @@ impl MultiHeadLatentConfig {
         let rotary = RotaryConfig::new(rope)
             .with_base(self.rope_base)
             .with_interleaved(self.rope_interleaved)
-            .with_scaling(self.rope_scaling)
+            .with_scaling(self.rope_scaling.clone())
             .try_init()?;
         let linear =
             |d_in, d_out, bias| LinearConfig::new(d_in, d_out).with_bias(bias).init(device);

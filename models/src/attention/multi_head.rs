@@ -698,7 +698,10 @@ mod tests {
             .with_qk_norm(Some(RmsNormConfig::new(2)))
             .try_init(&device)
             .unwrap_err();
-        assert_eq!(error.to_string(), "QK-norm width 2 is not d_head 3");
+        assert_eq!(
+            error.to_string(),
+            "QK-norm width 2 is neither d_head 3 nor all heads' 12"
+        );
         let mha = MultiHeadConfig::new(10, 3)
             .with_d_head(Some(5))
             .with_output_bias(Some(false))

@@ -191,6 +191,25 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A list of finite numbers.
+    fn numbers(&self, name: &str) -> Result<Vec<f64>, AttnError> {
+        let field = format!("config.json field {}{name}", self.prefix);
+        match self.get(name) {
+            None => Err(AttnError::new(format!("{field} is missing"))),
+            Some(Value::Array(values)) => values
+                .iter()
+                .map(|value| {
+                    value.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+                        AttnError::new(format!("{field} has {value}: must be a list of numbers"))
+                    })
+                })
+                .collect(),
+            Some(other) => Err(AttnError::new(format!(
+                "{field} is {other}: must be a list of numbers"
+            ))),
+        }
+    }
+
     fn bool_opt(&self, name: &str) -> Result<Option<bool>, AttnError> {
         match self.get(name) {
             None => Ok(None),
@@ -545,9 +564,22 @@ fn rope_set(
             })?,
             original_max_position_embeddings: original()?,
         },
+        "longrope" => {
+            let original = original()?;
+            RopeScaling::LongRope {
+                short_factor: rope.numbers("short_factor")?,
+                long_factor: rope.numbers("long_factor")?,
+                factor: match rope.f64_opt("factor")? {
+                    Some(factor) => factor,
+                    None => max_position_embeddings as f64 / original as f64,
+                },
+                original_max_position_embeddings: original,
+                attention_factor: rope.f64_opt("attention_factor")?,
+            }
+        }
         other => {
             return Err(AttnError::new(format!(
-                "config.json {prefix}rope_type {other:?} is not supported (default, linear, dynamic, yarn, llama3)"
+                "config.json {prefix}rope_type {other:?} is not supported (default, linear, dynamic, yarn, llama3, longrope)"
             )))
         }
     };
@@ -887,10 +919,13 @@ mod tests {
             "config.json field sliding_window is 1: must be at least 2 (the query and one key before it)"
         );
         assert!(error(base("llama", r#", "hidden_size": "wide""#)).contains("hidden_size"));
-        assert!(
-            error(base("llama", r#", "rope_scaling": {"type": "longrope"}"#))
-                .contains("\"longrope\" is not supported")
-        );
+        assert!(error(base("llama", r#", "rope_scaling": {"type": "su"}"#))
+            .contains("\"su\" is not supported"));
+        assert!(error(base(
+            "phi3",
+            r#", "rope_scaling": {"type": "longrope", "short_factor": [1, "x"]}"#
+        ))
+        .contains("rope_scaling.short_factor has \"x\": must be a list of numbers"));
         assert!(
             error(base("llama", r#", "rope_scaling": {"type": "linear"}"#))
                 .contains("rope_scaling.factor")

@@ -151,6 +151,8 @@ pub struct Generation<'a> {
     next_logits: Option<Vec<f32>>,
     /// The token produced last, run through the model on the next call.
     last: Option<u32>,
+    /// The prompt and the tokens produced.
+    tokens: Vec<i64>,
     produced: usize,
     max_new_tokens: usize,
     sampling: Option<Sampling>,
@@ -186,6 +188,7 @@ impl CausalLm {
             cache: self.cache(),
             next_logits: None,
             last: None,
+            tokens: prompt.iter().map(|&id| id as i64).collect(),
             produced: 0,
             max_new_tokens: config.max_new_tokens,
             sampling: config.sampling,
@@ -197,16 +200,26 @@ impl CausalLm {
             done: config.max_new_tokens == 0,
         };
         if !generation.done {
-            let ids: Vec<i64> = prompt.iter().map(|&id| id as i64).collect();
-            generation.next_logits = Some(generation.step(ids)?);
+            generation.next_logits = Some(generation.step(generation.tokens.clone())?);
         }
         Ok(generation)
     }
 }
 
 impl Generation<'_> {
-    /// Runs `ids` through the model after the cache; the last position's logits.
-    fn step(&mut self, ids: Vec<i64>) -> Result<Vec<f32>, AttnError> {
+    /// Runs `ids` through the model after the cache; the last position's logits. A sequence
+    /// growing past the length where its RoPE switches frequencies (LongRoPE) runs again whole,
+    /// from an empty cache, as `transformers`' `generate` does.
+    fn step(&mut self, mut ids: Vec<i64>) -> Result<Vec<f32>, AttnError> {
+        let seen = self.cache.seen();
+        if self
+            .model
+            .rope_switches_at()
+            .is_some_and(|length| 0 < seen && seen <= length && seen + ids.len() > length)
+        {
+            self.cache = self.model.cache();
+            ids = self.tokens.clone();
+        }
         let device = self.model.device();
         let len = ids.len();
         let input = Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &device);
@@ -252,6 +265,7 @@ impl Iterator for Generation<'_> {
         self.produced += 1;
         self.done = self.produced >= self.max_new_tokens || self.eos.contains(&token);
         self.last = Some(token);
+        self.tokens.push(token as i64);
         Some(Ok(token))
     }
 }

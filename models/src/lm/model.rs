@@ -328,7 +328,7 @@ impl CausalLmConfig {
                 // Gemma 3's sliding layers have a RoPE base of their own, unscaled.
                 let (base, scaling) = match (window, self.rope_local_theta) {
                     (Some(_), Some(local)) => (local, RopeScaling::None),
-                    _ => (self.rope_theta, self.rope_scaling),
+                    _ => (self.rope_theta, self.rope_scaling.clone()),
                 };
                 let rotary = RotaryConfig::new(self.head_dim)
                     .with_base(base)
@@ -427,7 +427,7 @@ impl CausalLmConfig {
         // 1e-6, whatever `rms_norm_eps` says (as DeepSeek's own modeling code).
         .with_rms_norm_eps(1e-6)
         .with_rope_base(self.rope_theta)
-        .with_rope_scaling(self.rope_scaling)
+        .with_rope_scaling(self.rope_scaling.clone())
         .with_rope_interleaved(widths.rope_interleave)
         .with_bias(self.output_bias)
         .with_attention(attention)
@@ -726,6 +726,14 @@ impl CausalLm {
             }
         }
         Ok((read, filled))
+    }
+
+    /// The length past which the model's RoPE switches the frequencies of every position
+    /// (LongRoPE's original length; see [`RopeScaling::switches_at`]).
+    pub fn rope_switches_at(&self) -> Option<usize> {
+        self.layers
+            .iter()
+            .find_map(|layer| layer.rotary.as_ref()?.scaling.switches_at())
     }
 
     /// The device the model's parameters are on.

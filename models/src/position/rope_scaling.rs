@@ -61,7 +61,7 @@ use crate::AttnError;
 /// assert_eq!(error.unwrap_err().to_string(), "linear rope scaling factor must be positive and finite, got 0");
 /// # Ok::<(), attnzoo_models::AttnError>(())
 /// ```
-#[derive(Config, Debug, Copy, PartialEq)]
+#[derive(Config, Debug, PartialEq)]
 pub enum RopeScaling {
     /// The frequencies of the original RoPE (transformers' `rope_type: "default"`).
     None,
@@ -108,6 +108,23 @@ pub enum RopeScaling {
         /// `L`, the positions the model was trained on (8,192 in Llama 3.1).
         original_max_position_embeddings: usize,
     },
+    /// LongRoPE (Ding et al. 2024; Phi-3, transformers' `"longrope"`): `θ_i / λ_i` with one
+    /// factor per frequency, the short factors for sequences up to `L` positions and the long
+    /// ones past it (the whole sequence's frequencies switch: `transformers`' `generate`
+    /// recomputes every key when a sequence grows past `L`, see [`switches_at`](Self::switches_at)).
+    LongRope {
+        /// `λ_i` up to `L` positions, `rotary_dim / 2` of them.
+        short_factor: Vec<f64>,
+        /// `λ_i` past `L`.
+        long_factor: Vec<f64>,
+        /// Stretch `s` (`factor`, else `max_position_embeddings / L`): the attention factor
+        /// `√(1 + ln s / ln L)` on cos and sin (1 for `s ≤ 1`) unless given.
+        factor: f64,
+        /// `L`.
+        original_max_position_embeddings: usize,
+        /// Multiplier on cos and sin; `None` derives it from `factor`.
+        attention_factor: Option<f64>,
+    },
 }
 
 impl RopeScaling {
@@ -144,6 +161,7 @@ impl RopeScaling {
             RopeScaling::DynamicNtk { .. } => "dynamic",
             RopeScaling::Yarn { .. } => "yarn",
             RopeScaling::Llama3 { .. } => "llama3",
+            RopeScaling::LongRope { .. } => "longrope",
         }
     }
 
@@ -166,6 +184,27 @@ impl RopeScaling {
         };
         match *self {
             RopeScaling::None => {}
+            RopeScaling::LongRope {
+                ref short_factor,
+                ref long_factor,
+                factor,
+                original_max_position_embeddings,
+                attention_factor,
+            } => {
+                positive("factor", factor)?;
+                length(original_max_position_embeddings)?;
+                for (name, factors) in
+                    [("short_factor", short_factor), ("long_factor", long_factor)]
+                {
+                    ensure!(!factors.is_empty(), "longrope rope scaling {name} is empty");
+                    for &value in factors {
+                        positive(name, value)?;
+                    }
+                }
+                if let Some(attention_factor) = attention_factor {
+                    positive("attention_factor", attention_factor)?;
+                }
+            }
             RopeScaling::Linear { factor } => positive("factor", factor)?,
             RopeScaling::DynamicNtk {
                 factor,
@@ -223,13 +262,42 @@ impl RopeScaling {
         Ok(())
     }
 
-    /// Whether the frequencies depend on the sequence length (dynamic NTK).
+    /// Whether the frequencies depend on the sequence length (dynamic NTK, LongRoPE).
     pub fn depends_on_length(&self) -> bool {
-        matches!(self, RopeScaling::DynamicNtk { .. })
+        matches!(
+            self,
+            RopeScaling::DynamicNtk { .. } | RopeScaling::LongRope { .. }
+        )
     }
 
-    /// The multiplier on cos and sin: YaRN's, 1 for the others.
+    /// LongRoPE's `L`: a sequence growing past it changes the frequencies of every position, and
+    /// `transformers`' `generate` then runs the whole sequence again (Phi-3's
+    /// `prepare_inputs_for_generation` drops the cache); `None` for the others.
+    pub fn switches_at(&self) -> Option<usize> {
+        match *self {
+            RopeScaling::LongRope {
+                original_max_position_embeddings,
+                ..
+            } => Some(original_max_position_embeddings),
+            _ => None,
+        }
+    }
+
+    /// The multiplier on cos and sin: YaRN's and LongRoPE's, 1 for the others.
     pub fn attention_factor(&self) -> f64 {
+        if let RopeScaling::LongRope {
+            factor,
+            original_max_position_embeddings,
+            attention_factor,
+            ..
+        } = *self
+        {
+            return match attention_factor {
+                Some(given) => given,
+                None if factor <= 1.0 => 1.0,
+                None => (1.0 + factor.ln() / (original_max_position_embeddings as f64).ln()).sqrt(),
+            };
+        }
         let RopeScaling::Yarn {
             factor,
             attention_factor,
@@ -262,6 +330,26 @@ impl RopeScaling {
     pub fn inv_freq(&self, base: f64, dim: usize, seq_len: usize) -> Vec<f32> {
         match *self {
             RopeScaling::None => default_inv_freq(base as f32, dim),
+            RopeScaling::LongRope {
+                ref short_factor,
+                ref long_factor,
+                original_max_position_embeddings,
+                ..
+            } => {
+                let factors = match seq_len > original_max_position_embeddings {
+                    true => long_factor,
+                    false => short_factor,
+                };
+                // transformers: `1.0 / (ext_factors * base ** (arange(0, dim, 2).float() / dim))`
+                // in f32.
+                (0..dim)
+                    .step_by(2)
+                    .zip(factors)
+                    .map(|(i, &factor)| {
+                        1.0 / (factor as f32 * (base as f32).powf(i as f32 / dim as f32))
+                    })
+                    .collect()
+            }
             RopeScaling::Linear { factor } => default_inv_freq(base as f32, dim)
                 .into_iter()
                 .map(|f| f / factor as f32)

@@ -113,12 +113,26 @@ impl RotaryConfig {
             self.d_head
         );
         self.scaling.validate()?;
+        if let RopeScaling::LongRope {
+            short_factor,
+            long_factor,
+            ..
+        } = &self.scaling
+        {
+            ensure!(
+                short_factor.len() == rotary_dim / 2 && long_factor.len() == rotary_dim / 2,
+                "longrope rope scaling has {} short and {} long factors; the {rotary_dim} rotated features need {} of each",
+                short_factor.len(),
+                long_factor.len(),
+                rotary_dim / 2
+            );
+        }
         Ok(RotaryEncoding {
             d_head: self.d_head,
             base: self.base,
             interleaved: self.interleaved,
             rotary_dim,
-            scaling: self.scaling,
+            scaling: self.scaling.clone(),
             inv_freq: self.scaling.inv_freq(self.base, rotary_dim, 0),
             attention_factor: self.scaling.attention_factor(),
         })

@@ -13,12 +13,18 @@ from seed 0. The benchmark feeds token ids (`examples/lm_speed.rs`, `scripts/ben
 BPE, SentencePiece style: `<unk> <s> </s>`, the 256 byte tokens, then filler pieces up to 49,152,
 no merges), only so that llama.cpp's `convert_hf_to_gguf.py` accepts the folder (it reads a
 vocabulary into the GGUF file). Needs torch 2.9.0, transformers 5.x and tokenizers.
+
+    ~/.cache/attnzoo/ref-venv/bin/python scripts/gen_lm_bench_model.py --moe OUT_DIR
+
+writes instead a `MixtralForCausalLM` of the same attention and width with 8 experts (2 per token,
+each 1,536 wide) in each of 16 layers, ~1.4 GB in float32: the folder the loading-memory
+measurement of a mixture of experts reads (docs/MEASUREMENTS.md, "Loading").
 """
 import sys
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM, PreTrainedTokenizerFast
 
 VOCAB = 49152
 
@@ -38,10 +44,15 @@ def stand_in_tokenizer():
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: gen_lm_bench_model.py OUT_DIR")
+    args = sys.argv[1:]
+    moe = args[:1] == ["--moe"]
+    if moe:
+        args = args[1:]
+    if len(args) != 1:
+        sys.exit("usage: gen_lm_bench_model.py [--moe] OUT_DIR")
+    out = args[0]
     torch.manual_seed(0)
-    config = LlamaConfig(
+    shape = dict(
         vocab_size=49152,
         hidden_size=576,
         intermediate_size=1536,
@@ -57,15 +68,19 @@ def main():
         bos_token_id=0,
         eos_token_id=0,
         pad_token_id=None,
-        attention_bias=False,
-        mlp_bias=False,
         dtype="float32",
     )
-    model = LlamaForCausalLM(config).to(torch.float32).eval()
-    model.save_pretrained(sys.argv[1])
-    stand_in_tokenizer().save_pretrained(sys.argv[1])
+    if moe:
+        config = MixtralConfig(**{**shape, "num_hidden_layers": 16}, num_local_experts=8, num_experts_per_tok=2)
+        model = MixtralForCausalLM(config)
+    else:
+        config = LlamaConfig(**shape, attention_bias=False, mlp_bias=False)
+        model = LlamaForCausalLM(config)
+    model = model.to(torch.float32).eval()
+    model.save_pretrained(out)
+    stand_in_tokenizer().save_pretrained(out)
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"{sys.argv[1]}: {parameters:,} parameters ({parameters * 4 / 1e6:.0f} MB in float32)")
+    print(f"{out}: {parameters:,} parameters ({parameters * 4 / 1e6:.0f} MB in float32)")
 
 
 if __name__ == "__main__":

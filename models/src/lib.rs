@@ -5,6 +5,7 @@ pub mod attention;
 mod error;
 pub mod finite;
 pub mod gguf;
+mod hf_weights;
 pub mod lm;
 pub mod norm;
 pub mod position;

@@ -27,11 +27,8 @@ use burn::module::Module;
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::nn::{EmbeddingConfig, LinearConfig};
-use burn::store::{
-    bridge, FloatCastAdapter, ModuleAdapter, ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter,
-    SafetensorsStore,
-};
-use burn::tensor::{Bool, DType, Device, Int, Tensor, TensorData};
+use burn::store::{bridge, ModuleStore, SafetensorsStore};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use serde_json::Value;
 
 use super::config::{CausalLmConfig, LatentWidths};
@@ -41,7 +38,7 @@ use crate::attention::{
     MultiHeadLatent, MultiHeadLatentConfig, MultiHeadLatentInput, ScaledDotProductConfig,
 };
 use crate::error::ensure;
-use crate::finite::non_finite_parameters;
+use crate::hf_weights::HfLoad;
 use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::{RopeScaling, RotaryConfig, RotaryEncoding};
 use crate::quant::{Project, Projection, TokenEmbedding};
@@ -554,82 +551,47 @@ impl CausalLm {
     }
 
     /// Loads the folder's weights into this model, naming every missing, misshapen or
-    /// non-finite tensor and any layer weight the config has no place for.
+    /// non-finite tensor and any layer weight the config has no place for. One layer at a time:
+    /// each file is mapped for one layer's tensors and unmapped after them, so that loading holds
+    /// the model and one layer's pages of the file (docs/MEASUREMENTS.md, "Loading").
     pub fn load_weights(&mut self, dir: &Path, config: &CausalLmConfig) -> Result<(), AttnError> {
         let files = weight_files(dir)?;
         // The device from the parameter without materialising it (`try_init`'s parameters are
-        // lazy): loading holds no second copy of the model (docs/MEASUREMENTS.md, Language models).
+        // lazy): loading holds no second copy of the model.
         let TokenEmbedding::Dense(embedding) = &self.embed_tokens else {
             return Err(AttnError::new(
                 "load_weights reads float weights into a model built by CausalLmConfig::try_init",
             ));
         };
         let device = embedding.weight.lazy_device();
-        let float: DType = device.settings().float_dtype.into();
-        let mut applied = BTreeSet::new();
-        let mut fused = BTreeSet::new();
-        let mut missing = Vec::new();
-        let mut problems = Vec::new();
-        for file in &files {
-            let mut store = config.family.names().fold(
-                SafetensorsStore::from_file(file)
-                    .with_from_adapter(PyTorchToBurnAdapter.chain(FloatCastAdapter::to(float)))
-                    .allow_partial(true)
-                    .validate(false)
-                    .skip_enum_variants(true),
-                |store, (from, to)| store.with_key_remapping(from, *to),
-            );
-            let result = self.load_from(&mut store).map_err(|error| {
-                AttnError::new(format!("cannot load {}: {error}", file.display()))
-            })?;
-            applied.extend(result.applied);
-            let (read, filled) = self
-                .load_fused(&mut store, config, &device)
-                .map_err(|error| AttnError::new(format!("{}: {error}", file.display())))?;
-            fused.extend(read);
-            applied.extend(filled);
-            missing = result.missing;
-            problems.extend(
-                result
-                    .errors
-                    .iter()
-                    .map(|error| format!("{}: {error}", file.display())),
-            );
-            problems.extend(
-                result
-                    .unused
-                    .iter()
-                    .filter(|name| name.starts_with("layers.") && !fused.contains(*name))
-                    .take(1)
-                    .map(|name| format!("weight {name} has no place in the config's layers")),
-            );
+        let mut load = HfLoad::new(config.family.names(), device.settings().float_dtype.into());
+        // The model's own tensors, then each layer's.
+        let passes = std::iter::once((None, r"^(embed_tokens|norm|lm_head)\.".to_string()))
+            .chain((0..self.layers.len()).map(|n| (Some(n), format!(r"^layers\.{n}\."))));
+        for (layer, paths) in passes {
+            for file in &files {
+                let mut store = load.store(file, Some(&paths));
+                load.apply(self, &mut store, file)?;
+                if let Some(n) = layer {
+                    let (read, filled) = self
+                        .load_fused(n, &mut store, config, &device)
+                        .map_err(|error| AttnError::new(format!("{}: {error}", file.display())))?;
+                    load.set_elsewhere(read, filled);
+                }
+            }
         }
-        problems.extend(
-            missing
-                .iter()
-                .filter(|(name, _)| !applied.contains(name))
-                .map(|(name, _)| format!("missing weight {name}")),
-        );
-        ensure!(
-            problems.is_empty(),
-            "{} does not fit its config.json: {}",
-            dir.display(),
-            problems.join("; ")
-        );
-        let not_finite = non_finite_parameters(self);
-        ensure!(
-            not_finite.is_empty(),
-            "{}: weights that are not finite numbers ({})",
-            dir.display(),
-            not_finite.join(", ")
-        );
-        Ok(())
+        load.finish(
+            self,
+            "layers.",
+            &format!("{} does not fit its config.json", dir.display()),
+        )
     }
 
-    /// Splits the tensors the family stores fused ([`Fused`]) out of one file into the layers'
+    /// Splits the tensors the family stores fused ([`Fused`]) out of one file into layer `n`'s
     /// modules; returns the fused names read and the parameter names they filled.
     fn load_fused(
         &mut self,
+        n: usize,
         store: &mut SafetensorsStore,
         config: &CausalLmConfig,
         device: &Device,
@@ -640,85 +602,81 @@ impl CausalLm {
             config.num_key_value_heads,
             config.head_dim,
         );
-        for (n, layer) in self.layers.iter_mut().enumerate() {
-            for kind in config.family.fused {
-                let mut tensor = |name: &str, dims: &[usize]| {
-                    let name = format!("layers.{n}.{name}");
-                    let found = fused_tensor(store, &name, dims, device)?;
-                    if found.is_some() {
-                        read.push(name);
+        let layer = &mut self.layers[n];
+        for kind in config.family.fused {
+            let mut tensor = |name: &str, dims: &[usize]| {
+                let name = format!("layers.{n}.{name}");
+                let found = fused_tensor(store, &name, dims, device)?;
+                if found.is_some() {
+                    read.push(name);
+                }
+                Ok::<_, AttnError>(found)
+            };
+            match kind {
+                Fused::QkvRows => {
+                    let rows = [heads * d, kv_heads * d, kv_heads * d];
+                    let dims = [rows.iter().sum(), config.hidden_size];
+                    let (Some(qkv), LmAttention::MultiHead(mha)) = (
+                        tensor("self_attn.qkv_proj.weight", &dims)?,
+                        &mut layer.self_attn,
+                    ) else {
+                        continue;
+                    };
+                    let qkv = qkv.reshape(dims).transpose();
+                    let mut start = 0;
+                    for (projection, (rows, name)) in [&mut mha.query, &mut mha.key, &mut mha.value]
+                        .into_iter()
+                        .zip(rows.into_iter().zip(["query", "key", "value"]))
+                    {
+                        *projection = dense(qkv.clone().narrow(1, start, rows), None);
+                        filled.push(format!("layers.{n}.self_attn.{name}.weight"));
+                        start += rows;
                     }
-                    Ok::<_, AttnError>(found)
-                };
-                match kind {
-                    Fused::QkvRows => {
-                        let rows = [heads * d, kv_heads * d, kv_heads * d];
-                        let dims = [rows.iter().sum(), config.hidden_size];
-                        let (Some(qkv), LmAttention::MultiHead(mha)) = (
-                            tensor("self_attn.qkv_proj.weight", &dims)?,
-                            &mut layer.self_attn,
-                        ) else {
-                            continue;
-                        };
-                        let qkv = qkv.reshape(dims).transpose();
-                        let mut start = 0;
-                        for (projection, (rows, name)) in
-                            [&mut mha.query, &mut mha.key, &mut mha.value]
-                                .into_iter()
-                                .zip(rows.into_iter().zip(["query", "key", "value"]))
-                        {
-                            *projection = dense(qkv.clone().narrow(1, start, rows), None);
-                            filled.push(format!("layers.{n}.self_attn.{name}.weight"));
-                            start += rows;
-                        }
+                }
+                Fused::GateUpRows => {
+                    let f = config.intermediate_size;
+                    let dims = [2 * f, config.hidden_size];
+                    let (Some(gate_up), LmFeedForward::Dense(mlp)) =
+                        (tensor("mlp.gate_up_proj.weight", &dims)?, &mut layer.mlp)
+                    else {
+                        continue;
+                    };
+                    let gate_up = gate_up.reshape(dims).transpose();
+                    mlp.gate_proj = dense(gate_up.clone().narrow(1, 0, f), None);
+                    mlp.up_proj = dense(gate_up.narrow(1, f, f), None);
+                    for name in ["gate_proj", "up_proj"] {
+                        filled.push(format!("layers.{n}.mlp.{name}.weight"));
                     }
-                    Fused::GateUpRows => {
-                        let f = config.intermediate_size;
-                        let dims = [2 * f, config.hidden_size];
-                        let (Some(gate_up), LmFeedForward::Dense(mlp)) =
-                            (tensor("mlp.gate_up_proj.weight", &dims)?, &mut layer.mlp)
-                        else {
-                            continue;
-                        };
-                        let gate_up = gate_up.reshape(dims).transpose();
-                        mlp.gate_proj = dense(gate_up.clone().narrow(1, 0, f), None);
-                        mlp.up_proj = dense(gate_up.narrow(1, f, f), None);
-                        for name in ["gate_proj", "up_proj"] {
-                            filled.push(format!("layers.{n}.mlp.{name}.weight"));
-                        }
-                    }
-                    Fused::InterleavedExperts => {
-                        let LmFeedForward::Experts(moe) = &mut layer.mlp else {
-                            continue;
-                        };
-                        let (e, f, width) = (
-                            moe.experts.len(),
-                            config.intermediate_size,
-                            config.hidden_size,
-                        );
-                        let parts = (
-                            tensor("mlp.experts.gate_up_proj", &[e, width, 2 * f])?,
-                            tensor("mlp.experts.gate_up_proj_bias", &[e, 2 * f])?,
-                            tensor("mlp.experts.down_proj", &[e, f, width])?,
-                            tensor("mlp.experts.down_proj_bias", &[e, width])?,
-                        );
-                        let (Some(gate_up), Some(gate_up_bias), Some(down), Some(down_bias)) =
-                            parts
-                        else {
-                            continue;
-                        };
-                        moe.set_interleaved_experts(
-                            gate_up.reshape([e, width, 2 * f]),
-                            gate_up_bias.reshape([e, 2 * f]),
-                            down.reshape([e, f, width]),
-                            down_bias.reshape([e, width]),
-                        )?;
-                        for i in 0..e {
-                            for name in ["gate_proj", "up_proj", "down_proj"] {
-                                for param in ["weight", "bias"] {
-                                    filled
-                                        .push(format!("layers.{n}.mlp.experts.{i}.{name}.{param}"));
-                                }
+                }
+                Fused::InterleavedExperts => {
+                    let LmFeedForward::Experts(moe) = &mut layer.mlp else {
+                        continue;
+                    };
+                    let (e, f, width) = (
+                        moe.experts.len(),
+                        config.intermediate_size,
+                        config.hidden_size,
+                    );
+                    let parts = (
+                        tensor("mlp.experts.gate_up_proj", &[e, width, 2 * f])?,
+                        tensor("mlp.experts.gate_up_proj_bias", &[e, 2 * f])?,
+                        tensor("mlp.experts.down_proj", &[e, f, width])?,
+                        tensor("mlp.experts.down_proj_bias", &[e, width])?,
+                    );
+                    let (Some(gate_up), Some(gate_up_bias), Some(down), Some(down_bias)) = parts
+                    else {
+                        continue;
+                    };
+                    moe.set_interleaved_experts(
+                        gate_up.reshape([e, width, 2 * f]),
+                        gate_up_bias.reshape([e, 2 * f]),
+                        down.reshape([e, f, width]),
+                        down_bias.reshape([e, width]),
+                    )?;
+                    for i in 0..e {
+                        for name in ["gate_proj", "up_proj", "down_proj"] {
+                            for param in ["weight", "bias"] {
+                                filled.push(format!("layers.{n}.mlp.experts.{i}.{name}.{param}"));
                             }
                         }
                     }

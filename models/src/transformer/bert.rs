@@ -13,14 +13,13 @@ use std::path::Path;
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig};
-use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::encoder::{Encoder, EncoderConfig};
 use super::feed_forward::FeedForwardActivation;
 use super::layer::LayerConfig;
 use crate::error::ensure;
-use crate::finite::non_finite_parameters;
+use crate::hf_weights::HfLoad;
 use crate::AttnError;
 
 /// A Hugging Face `config.json` of a BERT model (the fields this encoder uses; others are ignored).
@@ -223,44 +222,22 @@ impl Bert {
     /// layers than the config's). Other extra tensors (the pooler, `position_ids`) are ignored.
     pub fn load_safetensors(&mut self, path: &Path) -> Result<(), AttnError> {
         ensure!(path.is_file(), "no weights file at {}", path.display());
-        let mut store = HF_KEY_REMAPPING.iter().fold(
-            SafetensorsStore::from_file(path)
-                .with_from_adapter(PyTorchToBurnAdapter)
-                .allow_partial(true)
-                .validate(false),
-            |store, (from, to)| store.with_key_remapping(from, *to),
-        );
-        let result = self
-            .load_from(&mut store)
-            .map_err(|error| AttnError::new(format!("cannot load {}: {error}", path.display())))?;
-        let problems: Vec<String> = result
-            .missing
-            .iter()
-            .map(|(name, _)| format!("missing weight {name}"))
-            .chain(result.errors.iter().map(ToString::to_string))
-            .chain(
-                result
-                    .unused
-                    .iter()
-                    .filter(|name| name.starts_with("encoder."))
-                    .take(1)
-                    .map(|name| format!("weight {name} has no place in the config's encoder")),
-            )
-            .collect();
-        ensure!(
-            problems.is_empty(),
-            "{} does not fit this BERT: {}",
-            path.display(),
-            problems.join("; ")
-        );
-        let not_finite = non_finite_parameters(self);
-        ensure!(
-            not_finite.is_empty(),
-            "{}: weights that are not finite numbers ({})",
-            path.display(),
-            not_finite.join(", ")
-        );
-        Ok(())
+        let float = self
+            .embeddings
+            .word_embeddings
+            .weight
+            .lazy_device()
+            .settings()
+            .float_dtype
+            .into();
+        let mut load = HfLoad::new(&HF_KEY_REMAPPING, float);
+        let mut store = load.store(path, None);
+        load.apply(self, &mut store, path)?;
+        load.finish(
+            self,
+            "encoder.",
+            &format!("{} does not fit this BERT", path.display()),
+        )
     }
 
     /// `input_ids [B, T]`, `padding [B, T]` (`true` = padding) → `[B, T, H]`.
@@ -333,6 +310,7 @@ pub fn l2_normalize(x: Tensor<2>) -> Tensor<2> {
 mod tests {
     use super::*;
     use attnzoo_backends::{Backend, DeviceSpec};
+    use burn::store::{ModuleSnapshot, SafetensorsStore};
     use burn::tensor::Tolerance;
 
     #[test]

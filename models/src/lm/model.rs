@@ -694,6 +694,18 @@ impl CausalLm {
             .find_map(|layer| layer.rotary.as_ref()?.scaling.switches_at())
     }
 
+    /// Whether its layers multiply from quantized blocks (GGUF weights kept quantized: products
+    /// on the host's threads).
+    pub fn multiplies_blocks(&self) -> bool {
+        self.layers.iter().any(|layer| {
+            let mlp = match &layer.mlp {
+                LmFeedForward::Dense(mlp) => &mlp.down_proj,
+                LmFeedForward::Experts(moe) => &moe.gate,
+            };
+            matches!(mlp, Projection::Quantized(_))
+        })
+    }
+
     /// The device the model's parameters are on.
     pub fn device(&self) -> Device {
         self.norm.weight.val().device()

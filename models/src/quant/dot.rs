@@ -28,6 +28,8 @@ pub struct Q8Row {
     d: Vec<f32>,
     /// `Σ q` over each 16 elements.
     sums: Vec<i32>,
+    /// `d Σ q` over each block of 32 (the offsets' and minimums' factor).
+    scaled_sums: Vec<f32>,
 }
 
 impl Q8Row {
@@ -52,11 +54,21 @@ impl Q8Row {
                 d
             })
             .collect();
-        let sums = q
+        let sums: Vec<i32> = q
             .chunks_exact(16)
             .map(|c| c.iter().map(|&v| v as i32).sum())
             .collect();
-        Q8Row { q, d, sums }
+        let scaled_sums = sums
+            .chunks_exact(2)
+            .zip(&d)
+            .map(|(s, d)| d * (s[0] + s[1]) as f32)
+            .collect();
+        Q8Row {
+            q,
+            d,
+            sums,
+            scaled_sums,
+        }
     }
 
     /// The quants of block `b` (32).
@@ -83,15 +95,18 @@ impl Q8Row {
 /// `Σⱼ wⱼ xⱼ` for one row of `kind` blocks `row` (a block type: the float types are multiplied
 /// as floats) and `x` quantized to the row's length.
 ///
-/// The AVX2 loops when the processor has them (checked once, at run time), else the portable
+/// The AVX2 loops when the processor has them (with FMA and F16C; checked once, at run time), else the portable
 /// ones.
 pub fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
         static AVX2: OnceLock<bool> = OnceLock::new();
-        if *AVX2.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
-        {
+        if *AVX2.get_or_init(|| {
+            is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+        }) {
             // SAFETY: the features were just detected.
             return unsafe { avx2::dot_row(kind, row, x) };
         }
@@ -271,18 +286,19 @@ fn read_u32(b: &[u8]) -> u32 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{half, k_scale_min, GgmlType, Q8Row};
+    use super::{k_scale_min, GgmlType, Q8Row};
 
     /// # Safety
-    /// The processor has AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// The processor has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
         let blocks = row.chunks_exact(kind.block_bytes());
         match kind {
             GgmlType::Q8_0 => q8_0(blocks, x),
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
-                q4_q5(kind, blocks, x)
-            }
+            GgmlType::Q4_0 => q4_q5::<false, false>(blocks, x),
+            GgmlType::Q4_1 => q4_q5::<true, false>(blocks, x),
+            GgmlType::Q5_0 => q4_q5::<false, true>(blocks, x),
+            GgmlType::Q5_1 => q4_q5::<true, true>(blocks, x),
             GgmlType::Q4_K | GgmlType::Q5_K => q4_k(kind == GgmlType::Q5_K, blocks, x),
             GgmlType::Q6_K => q6_k(blocks, x),
             _ => super::dot_row_portable(kind, row, x),
@@ -295,6 +311,13 @@ mod avx2 {
     #[inline(always)]
     unsafe fn products(u: __m256i, q: __m256i) -> __m256i {
         _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1))
+    }
+
+    /// The f16 at byte `at` of a block, converted by the processor (F16C).
+    #[inline(always)]
+    unsafe fn f16(block: &[u8], at: usize) -> f32 {
+        let bits = u16::from_le_bytes([block[at], block[at + 1]]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
     }
 
     #[inline(always)]
@@ -345,46 +368,41 @@ mod avx2 {
     #[inline(always)]
     unsafe fn q8_0(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
         let mut acc = _mm256_setzero_ps();
-        for (b, block) in blocks.enumerate() {
+        for (block, (xq, &xd)) in blocks.zip(x.q.chunks_exact(32).zip(&x.d)) {
             let w = load32(&block[2..]);
-            let q = _mm256_sign_epi8(x_block(x, b), w);
+            let q = _mm256_sign_epi8(_mm256_loadu_si256(xq.as_ptr().cast()), w);
             let p = products(_mm256_sign_epi8(w, w), q);
-            let scale = _mm256_set1_ps(half(block, 0) * x.d[b]);
+            let scale = _mm256_set1_ps(f16(block, 0) * xd);
             acc = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc);
         }
         sum(acc)
     }
 
+    /// Q4_0/Q4_1/Q5_0/Q5_1 (`MIN`: a minimum per block; `FIVE`: a fifth bit), two blocks per
+    /// step into two accumulators each, so that no step waits on the one before it.
     #[inline(always)]
-    unsafe fn q4_q5(kind: GgmlType, blocks: Blocks<'_>, x: &Q8Row) -> f32 {
-        let (min, five) = (
-            matches!(kind, GgmlType::Q4_1 | GgmlType::Q5_1),
-            matches!(kind, GgmlType::Q5_0 | GgmlType::Q5_1),
-        );
-        let offset = if five { 16.0 } else { 8.0 };
-        let qs_at = 2 + 2 * min as usize + 4 * five as usize;
-        let mut acc = _mm256_setzero_ps();
-        let mut rest = 0.0f32;
-        for (b, block) in blocks.enumerate() {
+    unsafe fn q4_q5<const MIN: bool, const FIVE: bool>(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
+        let offset = if FIVE { 16.0 } else { 8.0 };
+        let qs_at = 2 + 2 * MIN as usize + 4 * FIVE as usize;
+        let mut acc = [_mm256_setzero_ps(); 2];
+        let mut rest = [0.0f32; 2];
+        let xs = x.q.chunks_exact(32).zip(&x.d).zip(&x.scaled_sums);
+        for (i, (block, ((xq, &xd), &xs))) in blocks.zip(xs).enumerate() {
             let mut u = nibbles(&block[qs_at..]);
-            if five {
+            if FIVE {
                 let qh = &block[qs_at - 4..qs_at];
                 u = _mm256_or_si256(
                     u,
                     sixteens_of_bits(u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]])),
                 );
             }
-            let d = half(block, 0) * x.d[b];
-            let p = products(u, x_block(x, b));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
-            let s = x.block_sum(b) as f32;
-            rest += if min {
-                half(block, 2) * x.d[b] * s
-            } else {
-                -offset * d * s
-            };
+            let dw = f16(block, 0);
+            let p = products(u, _mm256_loadu_si256(xq.as_ptr().cast()));
+            let lane = i % 2;
+            acc[lane] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xd), _mm256_cvtepi32_ps(p), acc[lane]);
+            rest[lane] += if MIN { f16(block, 2) } else { -offset * dw } * xs;
         }
-        sum(acc) + rest
+        sum(_mm256_add_ps(acc[0], acc[1])) + rest[0] + rest[1]
     }
 
     #[inline(always)]
@@ -393,7 +411,7 @@ mod avx2 {
         let mut rest = 0.0f32;
         let low = _mm256_set1_epi8(0xF);
         for (i, block) in blocks.enumerate() {
-            let (d, dmin) = (half(block, 0), half(block, 2));
+            let (d, dmin) = (f16(block, 0), f16(block, 2));
             let (scale, min) = k_scale_min(&block[4..16]);
             let qs = if five {
                 &block[48..176]
@@ -437,7 +455,7 @@ mod avx2 {
         let (low, two) = (_mm256_set1_epi8(0xF), _mm256_set1_epi8(3));
         for (i, block) in blocks.enumerate() {
             let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
-            let d = half(block, 208);
+            let d = f16(block, 208);
             for h in 0..2 {
                 let (ql0, ql1) = (load32(&ql[64 * h..]), load32(&ql[64 * h + 32..]));
                 let high = load32(&qh[32 * h..]);

@@ -129,10 +129,18 @@ pub struct MultiHeadOutput {
 
 /// Projected keys and values kept between decoding steps, `[B, h_kv, T, d_head]`, with the
 /// position of each kept key.
+///
+/// A cache that keeps every position (no sliding window) holds its keys and values in buffers
+/// with room to spare (half as much again when one fills up) and writes each step's into them:
+/// flex writes in place into a buffer it holds alone, and its attention reads the first `T`
+/// positions where they lie, so a decoding step no longer copies the whole cache.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
+    /// `[B, h_kv, capacity, d_head]`, the first `len` positions in use.
     key: Option<Tensor<4>>,
     value: Option<Tensor<4>>,
+    /// Positions held.
+    len: usize,
     /// The position of each cached key (a sliding window drops the old ones).
     positions: Vec<usize>,
     /// Positions seen so far: the position of the next query.
@@ -156,7 +164,7 @@ impl KvCache {
 
     /// Number of cached positions.
     pub fn len(&self) -> usize {
-        self.key.as_ref().map_or(0, |key| key.dims()[2])
+        self.len
     }
 
     /// Whether nothing is cached yet.
@@ -169,9 +177,38 @@ impl KvCache {
         self.seen
     }
 
-    /// The cached keys and values, `[B, h_kv, T, d_head]` each.
-    pub fn tensors(&self) -> Option<(&Tensor<4>, &Tensor<4>)> {
-        self.key.as_ref().zip(self.value.as_ref())
+    /// The cached keys and values, `[B, h_kv, T, d_head]` each (views of the buffers).
+    pub fn tensors(&self) -> Option<(Tensor<4>, Tensor<4>)> {
+        let held = |buffer: &Tensor<4>| buffer.clone().narrow(2, 0, self.len);
+        Some((held(self.key.as_ref()?), held(self.value.as_ref()?)))
+    }
+
+    /// Appends `key`, `value` `[B, h_kv, T_new, d]` after the positions held, growing the
+    /// buffers when full, and returns all the positions' keys and values (views).
+    fn append(&mut self, key: Tensor<4>, value: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
+        let (len, end) = (self.len, self.len + key.dims()[2]);
+        let write = |buffer: Option<Tensor<4>>, new: Tensor<4>| {
+            let [batch, heads, _, width] = new.dims();
+            let buffer = match buffer {
+                Some(buffer) if buffer.dims()[2] >= end => buffer,
+                old => {
+                    let capacity = (end + end / 2).max(16);
+                    let fresh = Tensor::zeros([batch, heads, capacity, width], &new.device());
+                    match old {
+                        Some(old) if len > 0 => {
+                            fresh.slice_assign([0..batch, 0..heads, 0..len], old.narrow(2, 0, len))
+                        }
+                        _ => fresh,
+                    }
+                }
+            };
+            buffer.slice_assign([0..batch, 0..heads, len..end], new)
+        };
+        // Taken out of the cache first: a buffer held once is written in place.
+        let key = write(self.key.take(), key);
+        let value = write(self.value.take(), value);
+        (self.key, self.value, self.len) = (Some(key), Some(value), end);
+        self.tensors().expect("just written")
     }
 
     /// Keeps the batch rows `indices [B']` in that order (beam search reorders its hypotheses).
@@ -350,9 +387,9 @@ impl<P: Project> MultiHead<P> {
         if let Some(rotary) = &input.rotary {
             query = rotary.apply(query, offset)?;
         }
-        let (key, value, positions) = match (cache.fixed, cache.key.clone(), cache.value.clone()) {
-            (true, Some(key), Some(value)) => (key, value, cache.positions.clone()),
-            (fixed, cached_key, cached_value) => {
+        let (key, value, positions) = match (cache.fixed, cache.tensors()) {
+            (true, Some((key, value))) => (key, value, cache.positions.clone()),
+            (fixed, cached) => {
                 let mut key = self.normed_heads(
                     self.key.project(input.key),
                     self.n_kv_heads,
@@ -369,16 +406,24 @@ impl<P: Project> MultiHead<P> {
                     std::mem::take(&mut cache.positions)
                 };
                 positions.extend(offset..offset + k_new);
-                let (key, value) = match (fixed, cached_key, cached_value) {
-                    (false, Some(old_key), Some(old_value)) => (
-                        Tensor::cat(vec![old_key, key], 2),
-                        Tensor::cat(vec![old_value, value], 2),
-                    ),
-                    _ => (key, value),
-                };
                 cache.seen = offset + k_new;
-                self.store(cache, key.clone(), value.clone(), &positions);
-                (key, value, positions)
+                if !fixed && self.attention.pattern.retained(cache.seen).is_none() {
+                    // Every position stays: written into the buffers.
+                    drop(cached);
+                    let (key, value) = cache.append(key, value);
+                    cache.positions = positions.clone();
+                    (key, value, positions)
+                } else {
+                    let (key, value) = match cached {
+                        Some((old_key, old_value)) if !fixed => (
+                            Tensor::cat(vec![old_key, key], 2),
+                            Tensor::cat(vec![old_value, value], 2),
+                        ),
+                        _ => (key, value),
+                    };
+                    self.store(cache, key.clone(), value.clone(), &positions);
+                    (key, value, positions)
+                }
             }
         };
         let k_len = key.dims()[2];
@@ -452,6 +497,7 @@ impl<P: Project> MultiHead<P> {
                 .collect(),
             _ => (0..positions.len()).collect(),
         };
+        cache.len = kept.len();
         if kept.len() == positions.len() {
             (cache.key, cache.value) = (Some(key), Some(value));
             cache.positions = positions.to_vec();

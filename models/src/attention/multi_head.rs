@@ -130,15 +130,18 @@ pub struct MultiHeadOutput {
 /// Projected keys and values kept between decoding steps, `[B, h_kv, T, d_head]`, with the
 /// position of each kept key.
 ///
-/// A cache that keeps every position (no sliding window) holds its keys and values in buffers
-/// with room to spare (half as much again when one fills up) and writes each step's into them:
-/// flex writes in place into a buffer it holds alone, and its attention reads the first `T`
-/// positions where they lie, so a decoding step no longer copies the whole cache.
+/// A cache that keeps every position, or the last ones of a sliding window, holds its keys and
+/// values in buffers with room to spare and writes each step's into them: flex writes in place
+/// into a buffer it holds alone, and its attention reads the held positions where they lie, so a
+/// decoding step no longer copies the whole cache. A window's oldest positions are let go by
+/// moving the start of the held ones; the buffer is compacted when its end is reached.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
-    /// `[B, h_kv, capacity, d_head]`, the first `len` positions in use.
+    /// `[B, h_kv, capacity, d_head]`, positions `start..start + len` in use.
     key: Option<Tensor<4>>,
     value: Option<Tensor<4>>,
+    /// Where the held positions begin in the buffers.
+    start: usize,
     /// Positions held.
     len: usize,
     /// The position of each cached key (a sliding window drops the old ones).
@@ -179,36 +182,54 @@ impl KvCache {
 
     /// The cached keys and values, `[B, h_kv, T, d_head]` each (views of the buffers).
     pub fn tensors(&self) -> Option<(Tensor<4>, Tensor<4>)> {
-        let held = |buffer: &Tensor<4>| buffer.clone().narrow(2, 0, self.len);
+        let held = |buffer: &Tensor<4>| buffer.clone().narrow(2, self.start, self.len);
         Some((held(self.key.as_ref()?), held(self.value.as_ref()?)))
     }
 
-    /// Appends `key`, `value` `[B, h_kv, T_new, d]` after the positions held, growing the
-    /// buffers when full, and returns all the positions' keys and values (views).
+    /// Appends `key`, `value` `[B, h_kv, T_new, d]` after the positions held and returns all
+    /// of them (views); when the buffers' end is reached, the held positions move to the start of
+    /// buffers with room for half as many again.
     fn append(&mut self, key: Tensor<4>, value: Tensor<4>) -> (Tensor<4>, Tensor<4>) {
-        let (len, end) = (self.len, self.len + key.dims()[2]);
-        let write = |buffer: Option<Tensor<4>>, new: Tensor<4>| {
-            let [batch, heads, _, width] = new.dims();
+        let (start, len, new) = (self.start, self.len, key.dims()[2]);
+        let fits = |buffer: &Option<Tensor<4>>| {
+            buffer
+                .as_ref()
+                .is_some_and(|b| start + len + new <= b.dims()[2])
+        };
+        let at = if fits(&self.key) && fits(&self.value) {
+            start
+        } else {
+            0
+        };
+        let write = |buffer: Option<Tensor<4>>, new_rows: Tensor<4>| {
+            let [batch, heads, _, width] = new_rows.dims();
             let buffer = match buffer {
-                Some(buffer) if buffer.dims()[2] >= end => buffer,
+                Some(buffer) if at == start && buffer.dims()[2] >= start + len + new => buffer,
                 old => {
-                    let capacity = (end + end / 2).max(16);
-                    let fresh = Tensor::zeros([batch, heads, capacity, width], &new.device());
+                    let capacity = (len + new) + (len + new) / 2;
+                    let fresh =
+                        Tensor::zeros([batch, heads, capacity.max(16), width], &new_rows.device());
                     match old {
-                        Some(old) if len > 0 => {
-                            fresh.slice_assign([0..batch, 0..heads, 0..len], old.narrow(2, 0, len))
-                        }
+                        Some(old) if len > 0 => fresh
+                            .slice_assign([0..batch, 0..heads, 0..len], old.narrow(2, start, len)),
                         _ => fresh,
                     }
                 }
             };
-            buffer.slice_assign([0..batch, 0..heads, len..end], new)
+            buffer.slice_assign([0..batch, 0..heads, at + len..at + len + new], new_rows)
         };
         // Taken out of the cache first: a buffer held once is written in place.
         let key = write(self.key.take(), key);
         let value = write(self.value.take(), value);
-        (self.key, self.value, self.len) = (Some(key), Some(value), end);
+        (self.key, self.value, self.start, self.len) = (Some(key), Some(value), at, len + new);
         self.tensors().expect("just written")
+    }
+
+    /// Lets go of the `n` oldest positions held.
+    fn drop_oldest(&mut self, n: usize) {
+        self.start += n;
+        self.len -= n;
+        self.positions.drain(..n);
     }
 
     /// Keeps the batch rows `indices [B']` in that order (beam search reorders its hypotheses).
@@ -407,11 +428,18 @@ impl<P: Project> MultiHead<P> {
                 };
                 positions.extend(offset..offset + k_new);
                 cache.seen = offset + k_new;
-                if !fixed && self.attention.pattern.retained(cache.seen).is_none() {
-                    // Every position stays: written into the buffers.
+                // The positions a later query may still see: all of them, or a window's last ones.
+                let kept_from = match self.attention.pattern.retained(cache.seen) {
+                    None => Some(0),
+                    Some([sinks, recent]) if sinks.is_empty() => Some(recent.start),
+                    Some(_) => None,
+                };
+                if let (false, Some(kept_from)) = (fixed, kept_from) {
+                    // Written into the buffers; the positions before the window let go after.
                     drop(cached);
                     let (key, value) = cache.append(key, value);
                     cache.positions = positions.clone();
+                    cache.drop_oldest(positions.iter().take_while(|&&p| p < kept_from).count());
                     (key, value, positions)
                 } else {
                     let (key, value) = match cached {
@@ -497,7 +525,7 @@ impl<P: Project> MultiHead<P> {
                 .collect(),
             _ => (0..positions.len()).collect(),
         };
-        cache.len = kept.len();
+        (cache.start, cache.len) = (0, kept.len());
         if kept.len() == positions.len() {
             (cache.key, cache.value) = (Some(key), Some(value));
             cache.positions = positions.to_vec();
@@ -678,7 +706,8 @@ mod tests {
         let device = Backend::Ndarray.open(DeviceSpec::Cpu).unwrap();
         device.seed(7);
         let rotary = crate::position::RotaryConfig::new(4).try_init().unwrap();
-        // Runs past the window (3) and past window + sinks (2 + 3) several times over.
+        // Runs past the window (3) and past window + sinks (2 + 3) several times over, and past
+        // the window's buffers (16 positions) twice, where the held keys move to their start.
         for (pattern, bound) in [
             (
                 KeyPattern::Window {
@@ -700,7 +729,7 @@ mod tests {
                 .with_attention(ScaledDotProductConfig::new().with_pattern(pattern))
                 .try_init(&device)
                 .unwrap();
-            let x = Tensor::<3>::random([2, 17, 8], burn::tensor::Distribution::Default, &device);
+            let x = Tensor::<3>::random([2, 40, 8], burn::tensor::Distribution::Default, &device);
             let held = step_by_step_equals_whole(&mha, x, Some(rotary.clone()));
             assert_eq!(held, bound, "{pattern:?}");
         }

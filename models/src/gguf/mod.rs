@@ -377,6 +377,29 @@ impl GgufFile {
                 len,
             });
         }
+        // ggml lays the tensors out one after another: two that share bytes, or a name given
+        // twice, are a malformed file (a loader would read one tensor's bytes as another's).
+        let mut by_start: Vec<&TensorInfo> = tensors.iter().collect();
+        by_start.sort_by_key(|tensor| tensor.start);
+        for pair in by_start.windows(2) {
+            ensure!(
+                pair[0].start + pair[0].len <= pair[1].start,
+                "bad GGUF file: tensors {} and {} overlap (bytes {}..{} and {}..{})",
+                pair[0].name,
+                pair[1].name,
+                pair[0].start,
+                pair[0].start + pair[0].len,
+                pair[1].start,
+                pair[1].start + pair[1].len
+            );
+        }
+        let mut names = std::collections::HashSet::new();
+        if let Some(twice) = tensors.iter().find(|tensor| !names.insert(&tensor.name)) {
+            return Err(AttnError::new(format!(
+                "bad GGUF file: tensor {} is named twice",
+                twice.name
+            )));
+        }
         Ok(GgufFile {
             version,
             metadata,
@@ -454,10 +477,15 @@ mod tests {
 
     /// A GGUF v3 file with one metadata key and one F32 tensor of 4 elements.
     fn tiny() -> Vec<u8> {
+        with_tensors(&[("w", 0)])
+    }
+
+    /// The same with F32 tensors of 4 elements `(name, offset)`, and data for each.
+    fn with_tensors(tensors: &[(&str, u64)]) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend(b"GGUF");
         b.extend(3u32.to_le_bytes());
-        b.extend(1u64.to_le_bytes()); // tensors
+        b.extend((tensors.len() as u64).to_le_bytes());
         b.extend(1u64.to_le_bytes()); // kvs
         let key = b"general.architecture";
         b.extend((key.len() as u64).to_le_bytes());
@@ -465,20 +493,39 @@ mod tests {
         b.extend(8u32.to_le_bytes());
         b.extend(5u64.to_le_bytes());
         b.extend(b"llama");
-        let name = b"w";
-        b.extend((name.len() as u64).to_le_bytes());
-        b.extend(name);
-        b.extend(1u32.to_le_bytes());
-        b.extend(4u64.to_le_bytes());
-        b.extend(0u32.to_le_bytes()); // F32
-        b.extend(0u64.to_le_bytes());
+        for (name, offset) in tensors {
+            b.extend((name.len() as u64).to_le_bytes());
+            b.extend(name.as_bytes());
+            b.extend(1u32.to_le_bytes());
+            b.extend(4u64.to_le_bytes());
+            b.extend(0u32.to_le_bytes()); // F32
+            b.extend(offset.to_le_bytes());
+        }
         while b.len() % 32 != 0 {
             b.push(0);
         }
-        for x in [1.0f32, 2.0, 3.0, 4.0] {
-            b.extend(x.to_le_bytes());
+        for (i, _) in tensors.iter().enumerate() {
+            if i > 0 {
+                b.extend([0u8; 16]); // the alignment's padding
+            }
+            for x in [1.0f32, 2.0, 3.0, 4.0] {
+                b.extend(x.to_le_bytes());
+            }
         }
         b
+    }
+
+    #[test]
+    fn overlapping_or_twice_named_tensors_are_refused() {
+        assert!(parse(&with_tensors(&[("a", 0), ("b", 32)])).is_ok());
+        let error = parse(&with_tensors(&[("a", 0), ("b", 0)]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("tensors a and b overlap"), "{error}");
+        let error = parse(&with_tensors(&[("a", 0), ("a", 32)]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("tensor a is named twice"), "{error}");
     }
 
     fn parse(bytes: &[u8]) -> Result<GgufFile, AttnError> {

@@ -255,10 +255,13 @@ impl<P: Project> SparseMoe<P> {
             }
         }
         let weights = weights.reshape([rows * self.top_k, 1]);
+        // The slots (row · k + j) of every choice, by expert.
+        let mut slots_of = vec![Vec::new(); n_experts];
+        for (slot, &e) in chosen.iter().enumerate() {
+            slots_of[e].push(slot);
+        }
         let mut y = Tensor::<2>::zeros([rows, width], &device);
-        for (e, expert) in self.experts.iter().enumerate() {
-            // (row, slot) of every choice of expert e.
-            let slots: Vec<usize> = (0..rows * self.top_k).filter(|&s| chosen[s] == e).collect();
+        for (expert, slots) in self.experts.iter().zip(slots_of) {
             if slots.is_empty() {
                 continue;
             }

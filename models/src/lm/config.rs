@@ -1,7 +1,7 @@
 //! The `config.json` of a Hugging Face decoder LM, read as `transformers` 4.x writes it
 //! (`rope_theta`, `rope_scaling`) and as 5.x does (`rope_parameters`), for the families
-//! [`CausalLm`](super::CausalLm) builds, as each [`Family`] entry of [`FAMILIES`](super::FAMILIES)
-//! says.
+//! [`CausalLm`] builds, as each [`Family`] entry of [`FAMILIES`](super::FAMILIES) says; and the
+//! model built from it ([`CausalLmConfig::try_init`], one layer: [`CausalLmConfig::layer`]).
 //!
 //! Every field is checked where it is read; a missing, mistyped or inconsistent one is an
 //! [`AttnError`] that names it.
@@ -10,12 +10,23 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use burn::nn::{EmbeddingConfig, LinearConfig};
+use burn::tensor::Device;
+
 use super::family::{
-    AttentionBias, AttentionKind, ExpertRule, Family, RopeRule, Sliding, SlidingLayers, Softcap,
+    AttentionBias, AttentionKind, ExpertRule, Family, NormPlacement, QkNorm, RopeRule, Sliding,
+    SlidingLayers, Softcap,
+};
+use super::model::{CausalLm, LmAttention, LmFeedForward, LmLayer};
+use crate::attention::{
+    KeyPattern, MultiHead, MultiHeadConfig, MultiHeadLatent, MultiHeadLatentConfig,
+    ScaledDotProductConfig,
 };
 use crate::error::ensure;
-use crate::position::RopeScaling;
-use crate::transformer::{GatedActivation, Routing};
+use crate::norm::{RmsNorm, RmsNormConfig};
+use crate::position::{RopeScaling, RotaryConfig};
+use crate::quant::{Projection, TokenEmbedding};
+use crate::transformer::{GatedActivation, GatedFeedForwardConfig, Routing, SparseMoeConfig};
 use crate::AttnError;
 
 /// Multi-head latent attention's widths (`deepseek_v3`), in `transformers`' names.
@@ -424,6 +435,178 @@ impl CausalLmConfig {
             experts,
             eos_token_ids: token_ids(fields.get("eos_token_id"), "config.json eos_token_id")?,
         })
+    }
+}
+
+impl CausalLmConfig {
+    /// Builds a randomly initialised model of this shape.
+    pub fn try_init(&self, device: &Device) -> Result<CausalLm, AttnError> {
+        Ok(CausalLm {
+            embed_tokens: TokenEmbedding::Dense(
+                EmbeddingConfig::new(self.vocab_size, self.hidden_size).init(device),
+            ),
+            layers: (0..self.num_hidden_layers)
+                .map(|index| self.layer(index, device))
+                .collect::<Result<_, _>>()?,
+            norm: self.norm(self.hidden_size, device)?,
+            lm_head: (!self.tie_word_embeddings).then(|| {
+                Projection::Dense(
+                    LinearConfig::new(self.hidden_size, self.vocab_size)
+                        .with_bias(false)
+                        .init(device),
+                )
+            }),
+            embed_scale: self
+                .family
+                .gemma_scales
+                .then(|| (self.hidden_size as f64).sqrt() as f32),
+            final_softcap: self.final_logit_softcapping,
+            max_position_embeddings: self.max_position_embeddings,
+            eos_token_ids: self.eos_token_ids.clone(),
+        })
+    }
+
+    /// The family's RMSNorm of this width.
+    fn norm(&self, width: usize, device: &Device) -> Result<RmsNorm, AttnError> {
+        RmsNormConfig::new(width)
+            .with_epsilon(self.rms_norm_eps)
+            .with_unit_offset(self.family.unit_offset_norms)
+            .try_init(device)
+    }
+
+    /// Decoder layer `index` (below `num_hidden_layers`), randomly initialised.
+    pub fn layer(&self, index: usize, device: &Device) -> Result<LmLayer, AttnError> {
+        ensure!(
+            index < self.num_hidden_layers,
+            "layer {index} of a model of {} layers",
+            self.num_hidden_layers
+        );
+        let window = self.sliding_windows[index];
+        let pattern = match window {
+            // transformers' window W holds the query and W − 1 keys before it.
+            Some(window) => KeyPattern::Window {
+                window: window - 1,
+                causal: true,
+            },
+            None => KeyPattern::Causal,
+        };
+        let attention = ScaledDotProductConfig::new()
+            .with_pattern(pattern)
+            .with_scale(self.query_pre_attn_scalar.map(|scalar| scalar.powf(-0.5)))
+            .with_softcap(self.attn_logit_softcapping);
+        let (self_attn, rotary) = match &self.latent {
+            Some(widths) => (
+                LmAttention::Latent(self.latent_attention(widths, attention, device)?),
+                None,
+            ),
+            None => {
+                // Gemma 3's sliding layers have a RoPE base of their own, unscaled.
+                let (base, scaling) = match (window, self.rope_local_theta) {
+                    (Some(_), Some(local)) => (local, RopeScaling::None),
+                    _ => (self.rope_theta, self.rope_scaling.clone()),
+                };
+                let rotary = RotaryConfig::new(self.head_dim)
+                    .with_base(base)
+                    .with_scaling(scaling)
+                    .with_partial_rotary_factor(self.partial_rotary_factor)
+                    .try_init()?;
+                (
+                    LmAttention::MultiHead(
+                        self.multi_head(attention, device)?
+                            .map_projections(Projection::from),
+                    ),
+                    self.rope_layers[index].then_some(rotary),
+                )
+            }
+        };
+        let norm = || self.norm(self.hidden_size, device);
+        let norms = self.family.norms;
+        let mlp = match &self.experts {
+            Some(experts) if experts.layers[index] => LmFeedForward::Experts(
+                SparseMoeConfig::new(
+                    self.hidden_size,
+                    experts.d_ff,
+                    experts.n_experts,
+                    experts.top_k,
+                )
+                .with_routing(experts.routing)
+                .with_shared_d_ff(experts.shared_d_ff)
+                .with_activation(experts.activation)
+                .with_bias(experts.bias)
+                .try_init(device)?
+                .map_projections(Projection::from),
+            ),
+            _ => LmFeedForward::Dense(
+                GatedFeedForwardConfig::new(self.hidden_size, self.intermediate_size)
+                    .with_activation(self.activation)
+                    .with_bias(self.mlp_bias)
+                    .try_init(device)?
+                    .map_projections(Projection::from),
+            ),
+        };
+        Ok(LmLayer {
+            input_layernorm: (norms != NormPlacement::Post).then(norm).transpose()?,
+            self_attn,
+            post_attention_layernorm: norm()?,
+            pre_feedforward_layernorm: (norms == NormPlacement::Sandwich).then(norm).transpose()?,
+            post_feedforward_layernorm: (norms != NormPlacement::Pre).then(norm).transpose()?,
+            mlp,
+            rotary,
+            norms,
+        })
+    }
+
+    fn multi_head(
+        &self,
+        attention: ScaledDotProductConfig,
+        device: &Device,
+    ) -> Result<MultiHead, AttnError> {
+        MultiHeadConfig::new(self.hidden_size, self.num_attention_heads)
+            .with_n_kv_heads(Some(self.num_key_value_heads))
+            .with_d_head(Some(self.head_dim))
+            .with_bias(self.qkv_bias)
+            .with_output_bias(Some(self.output_bias))
+            .with_sinks(self.family.sinks)
+            .with_qk_norm(
+                match self.family.qk_norm {
+                    QkNorm::None => None,
+                    QkNorm::PerHead => Some(self.head_dim),
+                    QkNorm::AcrossHeads => Some(self.num_attention_heads * self.head_dim),
+                }
+                .map(|width| {
+                    RmsNormConfig::new(width)
+                        .with_epsilon(self.rms_norm_eps)
+                        .with_unit_offset(self.family.unit_offset_norms)
+                }),
+            )
+            .with_attention(attention)
+            .try_init(device)
+    }
+
+    fn latent_attention(
+        &self,
+        widths: &LatentWidths,
+        attention: ScaledDotProductConfig,
+        device: &Device,
+    ) -> Result<MultiHeadLatent, AttnError> {
+        MultiHeadLatentConfig::new(
+            self.hidden_size,
+            self.num_attention_heads,
+            widths.kv_lora_rank,
+            widths.qk_nope_head_dim,
+            widths.qk_rope_head_dim,
+            widths.v_head_dim,
+        )
+        .with_q_lora_rank(widths.q_lora_rank)
+        // transformers' DeepseekV3Attention builds its latent norms with RMSNorm's default eps,
+        // 1e-6, whatever `rms_norm_eps` says (as DeepSeek's own modeling code).
+        .with_rms_norm_eps(1e-6)
+        .with_rope_base(self.rope_theta)
+        .with_rope_scaling(self.rope_scaling.clone())
+        .with_rope_interleaved(widths.rope_interleave)
+        .with_bias(self.output_bias)
+        .with_attention(attention)
+        .try_init(device)
     }
 }
 

@@ -74,6 +74,12 @@ common = dict(
 
 def cases():
     rope = lambda kind, **extra: {"rope_type": kind, "rope_theta": 10000.0, **extra}
+    # DeepSeek-V3 with experts (the `deepseek_v3_moe` and `deepseek_v3_yarn` cases).
+    deepseek_moe = dict(hidden_size=32, intermediate_size=40, moe_intermediate_size=10, num_attention_heads=4,
+                        num_key_value_heads=4, n_routed_experts=6, n_shared_experts=1, num_experts_per_tok=2,
+                        n_group=3, topk_group=2, first_k_dense_replace=1, routed_scaling_factor=2.5,
+                        kv_lora_rank=8, q_lora_rank=12, qk_nope_head_dim=6, v_head_dim=5,
+                        max_position_embeddings=64, **{**common, "num_hidden_layers": 3})
     return [
         # name, config, options
         ("llama", LlamaConfig(hidden_size=36, intermediate_size=50, num_attention_heads=6,
@@ -145,14 +151,8 @@ def cases():
         # DeepSeek-V3 with its experts: layer 0 dense (first_k_dense_replace), layers 1-2 a
         # mixture of 6 experts in 3 groups (2 searched), 2 per token, one shared expert,
         # routed_scaling_factor 2.5, a random e_score_correction_bias.
-        ("deepseek_v3_moe", DeepseekV3Config(hidden_size=32, intermediate_size=40, moe_intermediate_size=10,
-                                             num_attention_heads=4, num_key_value_heads=4, n_routed_experts=6,
-                                             n_shared_experts=1, num_experts_per_tok=2, n_group=3, topk_group=2,
-                                             first_k_dense_replace=1, routed_scaling_factor=2.5,
-                                             kv_lora_rank=8, q_lora_rank=12, qk_nope_head_dim=6,
-                                             qk_rope_head_dim=4, v_head_dim=5, max_position_embeddings=64,
-                                             rope_parameters=rope("default"),
-                                             **{**common, "num_hidden_layers": 3}), {}),
+        ("deepseek_v3_moe", DeepseekV3Config(**deepseek_moe, qk_rope_head_dim=4, rope_parameters=rope("default")),
+         {}),
         # SmolLM3: every second layer without RoPE (no_rope_layer_interval 2), and those layers
         # sliding (use_sliding_window, a window shorter than the prompts).
         ("smollm3", SmolLM3Config(hidden_size=32, intermediate_size=40, num_attention_heads=4,
@@ -189,15 +189,10 @@ def cases():
         # DeepSeek-V3 with experts and YaRN over qk_rope_head_dim 6 (factor 4 of 16 positions,
         # mscale 1 and mscale_all_dim 0.707: the softmax scale gains mscale(4, 0.707)^2 and the
         # cos/sin the ratio mscale(4, 1) / mscale(4, 0.707)).
-        ("deepseek_v3_yarn", DeepseekV3Config(hidden_size=32, intermediate_size=40, moe_intermediate_size=10,
-                                              num_attention_heads=4, num_key_value_heads=4, n_routed_experts=6,
-                                              n_shared_experts=1, num_experts_per_tok=2, n_group=3, topk_group=2,
-                                              first_k_dense_replace=1, routed_scaling_factor=2.5,
-                                              kv_lora_rank=8, q_lora_rank=12, qk_nope_head_dim=6,
-                                              qk_rope_head_dim=6, v_head_dim=5, max_position_embeddings=64,
+        ("deepseek_v3_yarn", DeepseekV3Config(**deepseek_moe, qk_rope_head_dim=6,
                                               rope_parameters=rope("yarn", factor=4.0, original_max_position_embeddings=16,
-                                                                   mscale=1.0, mscale_all_dim=0.707),
-                                              **{**common, "num_hidden_layers": 3}), {"batch_len": 22}),
+                                                                   mscale=1.0, mscale_all_dim=0.707)),
+         {"batch_len": 22}),
     ]
 
 

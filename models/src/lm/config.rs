@@ -332,12 +332,11 @@ impl CausalLmConfig {
         );
         let (rope_theta, rope_scaling, partial_rotary_factor, rope_local_theta) =
             rope(&fields, max_position_embeddings, family.rope)?;
-        let attention_bias = match family.attention_bias {
-            AttentionBias::Config(default) => fields.bool_opt("attention_bias")?.unwrap_or(default),
-            _ => false,
-        };
         let (qkv_bias, output_bias) = match family.attention_bias {
-            AttentionBias::Config(_) => (attention_bias, attention_bias),
+            AttentionBias::Config(default) => {
+                let bias = fields.bool_opt("attention_bias")?.unwrap_or(default);
+                (bias, bias)
+            }
             AttentionBias::QkvOnly => (true, false),
             AttentionBias::Never => (false, false),
         };

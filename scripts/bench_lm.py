@@ -2,15 +2,16 @@
 """Interleaved rounds of the language-model speed benchmark (docs/MEASUREMENTS.md, "Language
 models"): each round runs `examples/lm_speed.rs` on every backend named, then the anchor, one
 round each, on the same model: `scripts/bench_lm_torch.py` (`transformers`) on a folder, or
-llama.cpp's `llama-bench -p 512 -n 128` (batch 1) on a GGUF file.
+llama.cpp's `llama-bench -p 512 -n 128 -d 0,512` (batch 1) on a GGUF file.
 
     python3 scripts/bench_lm.py --model DIR --lm-speed $CARGO_TARGET_DIR/release/examples/lm_speed \\
         [--backend flex --backend tch] [--batch 1 --batch 8] [--rounds 3] [--log rounds.jsonl]
     python3 scripts/bench_lm.py --model FILE.gguf --llama-bench BIN/llama-bench --lm-speed ... \\
         --backend flex --batch 1 [--lm-speed-arg=--dequantize]
 
-llama-bench's decode (tg128) starts from an empty context; attnzoo's follows the 512-token
-prompt (a longer cache to attend over: the comparison leans against attnzoo).
+With llama-bench, decode is measured at the same depth in both engines: "decode" after the
+512-token prompt (llama-bench's tg128 at `-d 512`, attnzoo's steps after its prefill) and
+"decode from empty" (tg128 at depth 0; attnzoo's 127 steps after a one-token prompt).
 
 Prints, per batch size and phase (prefill, decode), each engine's tokens/s as min–median–max
 over the rounds and each backend's ratio to `transformers` (attnzoo's rate over transformers'
@@ -37,9 +38,10 @@ def run(command, log):
 
 
 def llama_bench(args, log):
-    """One llama-bench run: pp512 and tg128 on `--threads` threads, as lm_speed's JSON lines."""
-    command = [args.llama_bench, "-m", args.model, "-p", "512", "-n", "128", "-t", str(args.threads),
-               "-r", "1", "-o", "jsonl"]
+    """One llama-bench run: pp512, and tg128 from an empty context and after 512 positions, on
+    `--threads` threads, as lm_speed's JSON lines."""
+    command = [args.llama_bench, "-m", args.model, "-p", "512", "-n", "128", "-d", "0,512",
+               "-t", str(args.threads), "-r", "1", "-o", "jsonl"]
     print("$ " + " ".join(command), file=sys.stderr, flush=True)
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -48,7 +50,12 @@ def llama_bench(args, log):
     for line in done.stdout.splitlines():
         if line.startswith("{"):
             row = json.loads(line)
-            phase = "prefill" if row["n_prompt"] > 0 else "decode"
+            if row["n_prompt"] > 0:
+                if row["n_depth"] > 0:
+                    continue  # a prompt after 512 positions: not measured in attnzoo
+                phase = "prefill"
+            else:
+                phase = "decode" if row["n_depth"] > 0 else "decode from empty"
             result = {"engine": "llama.cpp", "backend": "llama.cpp", "batch": 1, "phase": phase,
                       "tok_s": row["avg_ts"]}
             log.write(json.dumps(result) + "\n")
@@ -90,6 +97,12 @@ def main():
             for command in commands:
                 for result in run(command, log):
                     rates.setdefault((result["backend"], result["batch"], result["phase"]), []).append(result["tok_s"])
+                if args.llama_bench:
+                    # Decode from an empty context: 127 steps after a one-token prompt.
+                    for result in run(command + ["--prompt-len", "1"], log):
+                        if result["phase"] == "decode":
+                            key = (result["backend"], result["batch"], "decode from empty")
+                            rates.setdefault(key, []).append(result["tok_s"])
             if args.llama_bench:
                 for result in llama_bench(args, log):
                     rates.setdefault((anchor, 1, result["phase"]), []).append(result["tok_s"])
@@ -99,7 +112,8 @@ def main():
                     rates.setdefault((anchor, result["batch"], result["phase"]), []).append(result["tok_s"])
     print(f"tokens/s, min–median–max over {args.rounds} rounds; ratio = attnzoo / {anchor}, same round")
     for batch in map(int, batches):
-        for phase in ("prefill", "decode"):
+        phases = ("prefill", "decode", "decode from empty") if args.llama_bench else ("prefill", "decode")
+        for phase in phases:
             theirs = rates[(anchor, batch, phase)]
             line = f"batch {batch} {phase}: {anchor} {spread(theirs)}"
             for backend in backends:

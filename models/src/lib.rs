@@ -12,5 +12,6 @@ pub mod position;
 pub mod quant;
 pub mod seq2seq;
 pub mod transformer;
+mod workers;
 
 pub use error::{escape_control, AttnError};

@@ -11,12 +11,11 @@
 //! seeded SplitMix64 stream (Steele et al. 2014): the same seed on the same backend gives the
 //! same tokens.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::model::{CausalLm, LmCache};
 use crate::error::ensure;
+use crate::workers::with_workers_awake;
 use crate::AttnError;
 
 /// How the next token is drawn when not greedy.
@@ -227,7 +226,7 @@ impl Generation<'_> {
         let input = Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &device);
         let (model, cache) = (self.model, &mut self.cache);
         let step = || model.forward_last(input, None, cache);
-        let logits = match model.multiplies_blocks() {
+        let logits = match model.multiplies_on_rayon() {
             true => with_workers_awake(step),
             false => rayon::scope(|_| step()),
         }?;
@@ -242,36 +241,6 @@ impl Generation<'_> {
     pub fn cache(&self) -> &LmCache {
         &self.cache
     }
-}
-
-/// Runs `work` on a worker of rayon's pool while the pool's other workers stay awake: each runs
-/// a job that takes the pool's pending jobs (the products' row chunks) as they appear and spins
-/// between them, until `work` returns. A decoding step runs ~200 small products with single-thread
-/// operations between them; a worker that went to sleep between two products would be woken for
-/// each (the kernel's scheduler took 17 % of a SmolLM2 step's time), as llama.cpp's threads spin
-/// between its operations instead.
-fn with_workers_awake<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    let done = AtomicBool::new(false);
-    rayon::scope(|scope| {
-        let (home, done) = (rayon::current_thread_index(), &done);
-        for _ in 1..rayon::current_num_threads() {
-            scope.spawn(move |_| {
-                // Taken back by the thread running `work` (while it waits in a join): return, or
-                // it would spin for its own end.
-                if rayon::current_thread_index() == home {
-                    return;
-                }
-                while !done.load(Ordering::Acquire) {
-                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                        std::hint::spin_loop();
-                    }
-                }
-            });
-        }
-        let result = work();
-        done.store(true, Ordering::Release);
-        result
-    })
 }
 
 impl Iterator for Generation<'_> {

@@ -519,16 +519,18 @@ impl CausalLm {
             .find_map(|layer| layer.rotary.as_ref()?.scaling.switches_at())
     }
 
-    /// Whether its layers multiply from quantized blocks (GGUF weights kept quantized: products
-    /// on the host's threads).
-    pub fn multiplies_blocks(&self) -> bool {
-        self.layers.iter().any(|layer| {
+    /// Whether a step's products run on this process's rayon threads: its layers multiply from
+    /// quantized blocks (GGUF weights kept quantized: products on the host's threads), or it is on
+    /// flex, whose products of few rows split their columns over those threads.
+    pub fn multiplies_on_rayon(&self) -> bool {
+        let blocks = self.layers.iter().any(|layer| {
             let mlp = match &layer.mlp {
                 LmFeedForward::Dense(mlp) => &mlp.down_proj,
                 LmFeedForward::Experts(moe) => &moe.gate,
             };
             matches!(mlp, Projection::Quantized(_))
-        })
+        });
+        blocks || crate::workers::computes_on_rayon(&self.device())
     }
 
     /// The device the model's parameters are on.

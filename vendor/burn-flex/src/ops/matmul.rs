@@ -236,8 +236,9 @@ fn broadcast_batch_elem_strides(
 
 /// attnzoo's patch: the rows of `[B..., M, K] · [K, N]` as one matrix, when the right operand is
 /// the same for every batch (all its batch strides 0) and each batch's `M` rows follow on from
-/// the previous batch's at the row stride (axes of size 1 may have any stride). `None`
-/// otherwise, or with a single batch.
+/// the previous batch's at the row stride (axes of size 1 may have any stride); a single batch
+/// too (a decoding step's `[1, 1, K]`), whose few rows then reach [`gemm_call_bands`]. `None`
+/// otherwise.
 fn shared_rhs_rows(
     batch_shape: &[usize],
     lhs_batch_strides: &[isize],
@@ -246,7 +247,7 @@ fn shared_rhs_rows(
     lhs_row_stride: isize,
 ) -> Option<usize> {
     let batch_size: usize = batch_shape.iter().product();
-    if batch_size < 2 || rhs_batch_strides.iter().any(|&stride| stride != 0) {
+    if batch_size == 0 || rhs_batch_strides.iter().any(|&stride| stride != 0) {
         return None;
     }
     let mut next = lhs_row_stride.checked_mul(m as isize)?;
@@ -314,7 +315,7 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
     let parallelism = get_parallelism(m, n, k);
 
     unsafe {
-        gemm_call(
+        gemm_call_bands(
             m,
             n,
             k,
@@ -345,6 +346,85 @@ fn into_product<T: GemmScalar>(mut output: Vec<T>, len: usize, shape: Shape) -> 
         Layout::contiguous(shape),
         T::dtype(),
     )
+}
+
+/// attnzoo's patch: products of at most this many rows (a decoding step's `x · W`) are split by
+/// columns over rayon's threads; gemm runs them on one thread (under `PARALLEL_THRESHOLD`, and a
+/// single row always: its matrix-vector path has no threads).
+const FEW_ROWS: usize = 16;
+
+/// attnzoo's patch: multiply-adds from which a product of [`FEW_ROWS`] is split (a 256 KiB `W`).
+const FEW_ROWS_SPLIT: usize = 1 << 16;
+
+/// `gemm_call`, with a product of few rows and many columns split into one band of columns per
+/// rayon thread (attnzoo's patch): every band reads its own columns of `W`, so a decoding step's
+/// products read the weights on every core, as llama.cpp's threads split a product's rows.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_call_bands<T: GemmScalar>(
+    m: usize,
+    n: usize,
+    k: usize,
+    out: *mut T,
+    out_cs: isize,
+    out_rs: isize,
+    lhs: *const T,
+    lhs_cs: isize,
+    lhs_rs: isize,
+    rhs: *const T,
+    rhs_cs: isize,
+    rhs_rs: isize,
+    parallelism: gemm::Parallelism,
+) {
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        let threads = rayon::current_num_threads();
+        let band = n.div_ceil(threads.max(1)).next_multiple_of(16);
+        let few_rows = m <= FEW_ROWS && (m == 1 || matches!(parallelism, gemm::Parallelism::None));
+        if threads > 1 && few_rows && band < n && m * n * k >= FEW_ROWS_SPLIT {
+            // Pointers as integers: each band writes its own columns of `out`.
+            let (out, lhs, rhs) = (out as usize, lhs as usize, rhs as usize);
+            (0..n.div_ceil(band)).into_par_iter().for_each(|b| {
+                let first = b * band;
+                // SAFETY: the band's columns lie within the caller's `out` and `rhs`.
+                unsafe {
+                    gemm_call(
+                        m,
+                        band.min(n - first),
+                        k,
+                        (out as *mut T).offset(first as isize * out_cs),
+                        out_cs,
+                        out_rs,
+                        lhs as *const T,
+                        lhs_cs,
+                        lhs_rs,
+                        (rhs as *const T).offset(first as isize * rhs_cs),
+                        rhs_cs,
+                        rhs_rs,
+                        gemm::Parallelism::None,
+                    )
+                };
+            });
+            return;
+        }
+    }
+    unsafe {
+        gemm_call(
+            m,
+            n,
+            k,
+            out,
+            out_cs,
+            out_rs,
+            lhs,
+            lhs_cs,
+            lhs_rs,
+            rhs,
+            rhs_cs,
+            rhs_rs,
+            parallelism,
+        )
+    }
 }
 
 /// Strided gemm call for one matrix. Wraps `gemm::gemm` with GemmScalar zero/one.
@@ -475,7 +555,7 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         lhs_row_stride,
     ) {
         unsafe {
-            gemm_call::<T>(
+            gemm_call_bands::<T>(
                 rows,
                 n,
                 k,
@@ -1152,6 +1232,51 @@ mod tests {
             .to_contiguous()
             .transpose(0, 1);
         assert_eq!(product(swapped, vec![5, n]), expected);
+    }
+
+    /// attnzoo's patch: products of few rows and many columns run as bands of columns on
+    /// rayon's threads (three here, so that the bands are uneven): the same values as one product,
+    /// with `W` row-major and as a view of `Wᵀ`, as a matrix and as a decoding step's `[1, 1, K]`.
+    #[cfg(feature = "rayon")]
+    #[test]
+    fn few_rows_times_many_columns_are_split_into_bands_of_columns() {
+        let values = |len: usize, seed: usize| -> Vec<f64> {
+            (0..len)
+                .map(|i| ((i * 7 + seed) % 13) as f64 - 6.0)
+                .collect()
+        };
+        let (k, n) = (100, 1001);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for m in [1, 5, 16] {
+            let x = values(m * k, 1);
+            let w = values(k * n, 5);
+            let mut expected = vec![0.0; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    expected[i * n + j] = (0..k).map(|p| x[i * k + p] * w[p * n + j]).sum();
+                }
+            }
+            let w_t: Vec<f64> = (0..n)
+                .flat_map(|j| (0..k).map(move |p| (p, j)))
+                .map(|(p, j)| w[p * n + j])
+                .collect();
+            let product = |lhs_shape: Vec<usize>, rhs: FlexTensor| -> Vec<f64> {
+                let lhs = FlexTensor::from_data(TensorData::new(x.clone(), lhs_shape));
+                pool.install(|| Flex::float_matmul(lhs, rhs))
+                    .into_data()
+                    .try_into_vec::<f64>()
+                    .unwrap()
+            };
+            let row_major = || FlexTensor::from_data(TensorData::new(w.clone(), [k, n]));
+            let column_major =
+                FlexTensor::from_data(TensorData::new(w_t.clone(), [n, k])).transpose(0, 1);
+            assert_eq!(product(vec![m, k], row_major()), expected, "{m} rows");
+            assert_eq!(product(vec![1, m, k], row_major()), expected, "{m} rows, batch 1");
+            assert_eq!(product(vec![m, k], column_major), expected, "{m} rows, Wᵀ");
+        }
     }
 
     #[test]

@@ -180,9 +180,11 @@ impl LanguageModel {
         // A file is a GGUF file (whose header check names anything else); a folder is Hugging Face's.
         if path.is_file() {
             let file = GgufFile::open(path)?;
-            let model = CausalLm::from_gguf_file(&file, weights, device)
-                .map_err(|error| Error::Input(format!("{}: {error}", path.display())))?;
+            // The tokenizer and chat template first, the vocabulary and the tokenizer's
+            // short-lived building memory handed back before the weights' pages are read: they
+            // would otherwise add up in the peak.
             let vocab = GgufVocab::from_gguf(&file)?;
+            let tokenizer = gguf_tokenizer::tokenizer(&vocab)?;
             let token = |id: Option<u32>| {
                 id.and_then(|id| vocab.tokens.get(id as usize))
                     .cloned()
@@ -196,9 +198,13 @@ impl LanguageModel {
                     bos_token: token(vocab.bos),
                     eos_token: token(vocab.eos),
                 });
+            drop(vocab);
+            attnzoo_backends::release_freed_memory();
+            let model = CausalLm::from_gguf_file(&file, weights, device)
+                .map_err(|error| Error::Input(format!("{}: {error}", path.display())))?;
             return Ok(Self {
                 model,
-                tokenizer: Some(gguf_tokenizer::tokenizer(&vocab)?),
+                tokenizer: Some(tokenizer),
                 chat,
             });
         }

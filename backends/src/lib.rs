@@ -16,7 +16,9 @@ mod spec;
 mod testing;
 
 pub use backend::{runs_ops_on_one_thread, Backend, BackendError, DeviceArgs};
-pub use memory::{keep_freed_memory, peak_resident_mib, ZeroWritingAllocator};
+pub use memory::{
+    keep_freed_memory, peak_resident_mib, release_freed_memory, ZeroWritingAllocator,
+};
 pub use probe::{probe, probe_all, Probe};
 pub use spec::DeviceSpec;
 pub use testing::{test_devices, TestDevice};

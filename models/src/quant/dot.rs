@@ -294,11 +294,11 @@ mod avx2 {
     pub(super) unsafe fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
         let blocks = row.chunks_exact(kind.block_bytes());
         match kind {
-            GgmlType::Q8_0 => q8_0(blocks, x),
-            GgmlType::Q4_0 => q4_q5::<false, false>(blocks, x),
-            GgmlType::Q4_1 => q4_q5::<true, false>(blocks, x),
-            GgmlType::Q5_0 => q4_q5::<false, true>(blocks, x),
-            GgmlType::Q5_1 => q4_q5::<true, true>(blocks, x),
+            GgmlType::Q8_0 => two_lanes::<Q8_0>(row, x),
+            GgmlType::Q4_0 => two_lanes::<Q4Q5<false, false>>(row, x),
+            GgmlType::Q4_1 => two_lanes::<Q4Q5<true, false>>(row, x),
+            GgmlType::Q5_0 => two_lanes::<Q4Q5<false, true>>(row, x),
+            GgmlType::Q5_1 => two_lanes::<Q4Q5<true, true>>(row, x),
             GgmlType::Q4_K | GgmlType::Q5_K => q4_k(kind == GgmlType::Q5_K, blocks, x),
             GgmlType::Q6_K => q6_k(blocks, x),
             _ => super::dot_row_portable(kind, row, x),
@@ -365,29 +365,65 @@ mod avx2 {
         _mm256_and_si256(set, _mm256_set1_epi8(16))
     }
 
-    #[inline(always)]
-    unsafe fn q8_0(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
-        let mut acc = _mm256_setzero_ps();
-        for (block, (xq, &xd)) in blocks.zip(x.q.chunks_exact(32).zip(&x.d)) {
-            let w = load32(&block[2..]);
-            let q = _mm256_sign_epi8(_mm256_loadu_si256(xq.as_ptr().cast()), w);
-            let p = products(_mm256_sign_epi8(w, w), q);
-            let scale = _mm256_set1_ps(f16(block, 0) * xd);
-            acc = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc);
-        }
-        sum(acc)
+    /// One 32-element block's part of a row's dot product: `scale · Σ products + rest`.
+    trait Block {
+        /// Bytes of a block.
+        const BYTES: usize;
+        /// (scale, the 8 sums of products, rest) of block `b` of `row`.
+        unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32);
     }
 
-    /// Q4_0/Q4_1/Q5_0/Q5_1 (`MIN`: a minimum per block; `FIVE`: a fifth bit), two blocks per
-    /// step into two accumulators each, so that no step waits on the one before it.
+    /// Sums a row's blocks into two accumulators (even and odd blocks), so that no block waits
+    /// on the one before it; named accumulators stay in registers (an array indexed by `b % 2`
+    /// went through the stack on every block).
     #[inline(always)]
-    unsafe fn q4_q5<const MIN: bool, const FIVE: bool>(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
-        let offset = if FIVE { 16.0 } else { 8.0 };
-        let qs_at = 2 + 2 * MIN as usize + 4 * FIVE as usize;
-        let mut acc = [_mm256_setzero_ps(); 2];
-        let mut rest = [0.0f32; 2];
-        let xs = x.q.chunks_exact(32).zip(&x.d).zip(&x.scaled_sums);
-        for (i, (block, ((xq, &xd), &xs))) in blocks.zip(xs).enumerate() {
+    unsafe fn two_lanes<B: Block>(row: &[u8], x: &Q8Row) -> f32 {
+        #[inline(always)]
+        unsafe fn add(acc: __m256, (scale, p, rest): (f32, __m256i, f32), sum: &mut f32) -> __m256 {
+            *sum += rest;
+            _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(p), acc)
+        }
+        let n = row.len() / B::BYTES;
+        let (mut even, mut odd, mut rest) = (_mm256_setzero_ps(), _mm256_setzero_ps(), 0.0f32);
+        let mut b = 0;
+        while b + 1 < n {
+            even = add(even, B::block(row, b, x), &mut rest);
+            odd = add(odd, B::block(row, b + 1, x), &mut rest);
+            b += 2;
+        }
+        if b < n {
+            even = add(even, B::block(row, b, x), &mut rest);
+        }
+        sum(_mm256_add_ps(even, odd)) + rest
+    }
+
+    /// Q8_0: signed quants, by llama.cpp's sign trick.
+    struct Q8_0;
+
+    impl Block for Q8_0 {
+        const BYTES: usize = 34;
+        #[inline(always)]
+        unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32) {
+            let block = &row[34 * b..34 * (b + 1)];
+            let w = load32(&block[2..]);
+            let q = _mm256_sign_epi8(x_block(x, b), w);
+            (
+                f16(block, 0) * x.d[b],
+                products(_mm256_sign_epi8(w, w), q),
+                0.0,
+            )
+        }
+    }
+
+    /// Q4_0/Q4_1/Q5_0/Q5_1 (`MIN`: a minimum per block; `FIVE`: a fifth bit).
+    struct Q4Q5<const MIN: bool, const FIVE: bool>;
+
+    impl<const MIN: bool, const FIVE: bool> Block for Q4Q5<MIN, FIVE> {
+        const BYTES: usize = 18 + 2 * MIN as usize + 4 * FIVE as usize;
+        #[inline(always)]
+        unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32) {
+            let block = &row[Self::BYTES * b..Self::BYTES * (b + 1)];
+            let qs_at = Self::BYTES - 16;
             let mut u = nibbles(&block[qs_at..]);
             if FIVE {
                 let qh = &block[qs_at - 4..qs_at];
@@ -397,12 +433,10 @@ mod avx2 {
                 );
             }
             let dw = f16(block, 0);
-            let p = products(u, _mm256_loadu_si256(xq.as_ptr().cast()));
-            let lane = i % 2;
-            acc[lane] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xd), _mm256_cvtepi32_ps(p), acc[lane]);
-            rest[lane] += if MIN { f16(block, 2) } else { -offset * dw } * xs;
+            let offset = if FIVE { 16.0 } else { 8.0 };
+            let rest = if MIN { f16(block, 2) } else { -offset * dw } * x.scaled_sums[b];
+            (dw * x.d[b], products(u, x_block(x, b)), rest)
         }
-        sum(_mm256_add_ps(acc[0], acc[1])) + rest[0] + rest[1]
     }
 
     #[inline(always)]

@@ -269,7 +269,12 @@ impl LanguageModel {
     pub fn chat_prompt(&self, user: &str) -> Result<String> {
         self.chat
             .as_ref()
-            .ok_or_else(|| Error::Input("the model folder has no chat template".into()))?
+            .ok_or_else(|| {
+                Error::Input(
+                    "the model has no chat template (a folder's tokenizer_config.json or chat_template.jinja, a GGUF file's tokenizer.chat_template)"
+                        .into(),
+                )
+            })?
             .render(user)
     }
 

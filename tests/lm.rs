@@ -434,7 +434,7 @@ fn text_goes_through_the_folders_tokenizer_and_chat_template() {
     );
     assert_eq!(
         lm.chat_prompt("hi").unwrap_err().to_string(),
-        "the model folder has no chat template"
+        "the model has no chat template (a folder's tokenizer_config.json or chat_template.jinja, a GGUF file's tokenizer.chat_template)"
     );
 }
 

@@ -404,7 +404,7 @@ mod avx2 {
         const BYTES: usize = 34;
         #[inline(always)]
         unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32) {
-            let block = &row[34 * b..34 * (b + 1)];
+            let block = &row[Self::BYTES * b..Self::BYTES * (b + 1)];
             let w = load32(&block[2..]);
             let q = _mm256_sign_epi8(x_block(x, b), w);
             (

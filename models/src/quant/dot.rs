@@ -92,12 +92,25 @@ impl Q8Row {
     }
 }
 
-/// `Σⱼ wⱼ xⱼ` for one row of `kind` blocks `row` (a block type: the float types are multiplied
-/// as floats) and `x` quantized to the row's length.
+/// `out[r] = Σⱼ w_rj xⱼ` for the rows of `kind` blocks laid one after the other in `rows`
+/// (`out.len()` of them; a block type: the float types are multiplied as floats) and `x`
+/// quantized to a row's length.
 ///
-/// The AVX2 loops when the processor has them (with FMA and F16C; checked once, at run time), else the portable
-/// ones.
-pub fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
+/// The AVX2 loops when the processor has them (with FMA and F16C; checked once, at run time),
+/// else the portable ones. The type is matched once for all the rows.
+pub fn dot_rows(kind: GgmlType, rows: &[u8], x: &Q8Row, out: &mut [f32]) {
+    let row_bytes = x.q.len() / kind.block_elements() * kind.block_bytes();
+    assert!(
+        x.q.len() % kind.block_elements() == 0 && rows.len() == out.len() * row_bytes,
+        "{} rows of {} bytes for an x of {}",
+        out.len(),
+        rows.len(),
+        x.q.len()
+    );
+    if row_bytes == 0 {
+        out.fill(0.0);
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
@@ -107,11 +120,13 @@ pub fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
                 && is_x86_feature_detected!("fma")
                 && is_x86_feature_detected!("f16c")
         }) {
-            // SAFETY: the features were just detected.
-            return unsafe { avx2::dot_row(kind, row, x) };
+            // SAFETY: the features were just detected; every row is as long as `x` (checked).
+            return unsafe { avx2::dot_rows(kind, rows.chunks_exact(row_bytes), x, out) };
         }
     }
-    dot_row_portable(kind, row, x)
+    for (row, out) in rows.chunks_exact(row_bytes).zip(out) {
+        *out = dot_row_portable(kind, row, x);
+    }
 }
 
 /// The portable loops; see the module docs.
@@ -289,19 +304,26 @@ mod avx2 {
     use super::{k_scale_min, GgmlType, Q8Row};
 
     /// # Safety
-    /// The processor has AVX2, FMA and F16C.
+    /// The processor has AVX2, FMA and F16C, and every row holds as many elements as `x`.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_row(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
-        let blocks = row.chunks_exact(kind.block_bytes());
+    pub(super) unsafe fn dot_rows(kind: GgmlType, rows: Blocks<'_>, x: &Q8Row, out: &mut [f32]) {
+        #[inline(always)]
+        fn each(rows: Blocks<'_>, out: &mut [f32], dot: impl Fn(&[u8]) -> f32) {
+            for (row, out) in rows.zip(out) {
+                *out = dot(row);
+            }
+        }
+        let size = kind.block_bytes();
         match kind {
-            GgmlType::Q8_0 => two_lanes::<Q8_0>(row, x),
-            GgmlType::Q4_0 => two_lanes::<Q4Q5<false, false>>(row, x),
-            GgmlType::Q4_1 => two_lanes::<Q4Q5<true, false>>(row, x),
-            GgmlType::Q5_0 => two_lanes::<Q4Q5<false, true>>(row, x),
-            GgmlType::Q5_1 => two_lanes::<Q4Q5<true, true>>(row, x),
-            GgmlType::Q4_K | GgmlType::Q5_K => q4_k(kind == GgmlType::Q5_K, blocks, x),
-            GgmlType::Q6_K => q6_k(blocks, x),
-            _ => super::dot_row_portable(kind, row, x),
+            GgmlType::Q8_0 => each(rows, out, |row| two_lanes::<Q8_0>(row, x)),
+            GgmlType::Q4_0 => each(rows, out, |row| two_lanes::<Q4Q5<false, false>>(row, x)),
+            GgmlType::Q4_1 => each(rows, out, |row| two_lanes::<Q4Q5<true, false>>(row, x)),
+            GgmlType::Q5_0 => each(rows, out, |row| two_lanes::<Q4Q5<false, true>>(row, x)),
+            GgmlType::Q5_1 => each(rows, out, |row| two_lanes::<Q4Q5<true, true>>(row, x)),
+            GgmlType::Q4_K => each(rows, out, |row| q4_k(false, row.chunks_exact(size), x)),
+            GgmlType::Q5_K => each(rows, out, |row| q4_k(true, row.chunks_exact(size), x)),
+            GgmlType::Q6_K => each(rows, out, |row| q6_k(row.chunks_exact(size), x)),
+            _ => each(rows, out, |row| super::dot_row_portable(kind, row, x)),
         }
     }
 
@@ -326,9 +348,22 @@ mod avx2 {
         _mm256_loadu_si256(bytes.as_ptr().cast())
     }
 
+    // `x`'s parts of block `b`, read without bounds checks: `b` is a block of a row, and every
+    // row holds as many elements as `x` (`dot_rows`' contract).
+
     #[inline(always)]
     unsafe fn x_block(x: &Q8Row, b: usize) -> __m256i {
-        _mm256_loadu_si256(x.block(b).as_ptr().cast())
+        _mm256_loadu_si256(x.q.as_ptr().add(32 * b).cast())
+    }
+
+    #[inline(always)]
+    unsafe fn x_scale(x: &Q8Row, b: usize) -> f32 {
+        *x.d.get_unchecked(b)
+    }
+
+    #[inline(always)]
+    unsafe fn x_sum16(x: &Q8Row, half: usize) -> i32 {
+        *x.sums.get_unchecked(half)
     }
 
     #[inline(always)]
@@ -370,6 +405,9 @@ mod avx2 {
         /// Bytes of a block.
         const BYTES: usize;
         /// (scale, the 8 sums of products, rest) of block `b` of `row`.
+        ///
+        /// # Safety
+        /// `b < row.len() / BYTES`, and `row` holds as many elements as `x`.
         unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32);
     }
 
@@ -404,11 +442,12 @@ mod avx2 {
         const BYTES: usize = 34;
         #[inline(always)]
         unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32) {
-            let block = &row[Self::BYTES * b..Self::BYTES * (b + 1)];
+            // `b` is below `row.len() / BYTES` (`two_lanes`).
+            let block = row.get_unchecked(Self::BYTES * b..Self::BYTES * (b + 1));
             let w = load32(&block[2..]);
             let q = _mm256_sign_epi8(x_block(x, b), w);
             (
-                f16(block, 0) * x.d[b],
+                f16(block, 0) * x_scale(x, b),
                 products(_mm256_sign_epi8(w, w), q),
                 0.0,
             )
@@ -422,7 +461,8 @@ mod avx2 {
         const BYTES: usize = 18 + 2 * MIN as usize + 4 * FIVE as usize;
         #[inline(always)]
         unsafe fn block(row: &[u8], b: usize, x: &Q8Row) -> (f32, __m256i, f32) {
-            let block = &row[Self::BYTES * b..Self::BYTES * (b + 1)];
+            // `b` is below `row.len() / BYTES` (`two_lanes`).
+            let block = row.get_unchecked(Self::BYTES * b..Self::BYTES * (b + 1));
             let qs_at = Self::BYTES - 16;
             let mut u = nibbles(&block[qs_at..]);
             if FIVE {
@@ -434,8 +474,9 @@ mod avx2 {
             }
             let dw = f16(block, 0);
             let offset = if FIVE { 16.0 } else { 8.0 };
-            let rest = if MIN { f16(block, 2) } else { -offset * dw } * x.scaled_sums[b];
-            (dw * x.d[b], products(u, x_block(x, b)), rest)
+            let rest =
+                if MIN { f16(block, 2) } else { -offset * dw } * *x.scaled_sums.get_unchecked(b);
+            (dw * x_scale(x, b), products(u, x_block(x, b)), rest)
         }
     }
 
@@ -473,9 +514,10 @@ mod avx2 {
                     }
                     let b = 8 * i + j;
                     let p = products(u, x_block(x, b));
-                    let by = _mm256_set1_ps(d * scale[j] as f32 * x.d[b]);
+                    let by = _mm256_set1_ps(d * scale[j] as f32 * x_scale(x, b));
                     acc = _mm256_fmadd_ps(by, _mm256_cvtepi32_ps(p), acc);
-                    rest -= dmin * min[j] as f32 * x.d[b] * x.block_sum(b) as f32;
+                    let sum = x_sum16(x, 2 * b) + x_sum16(x, 2 * b + 1);
+                    rest -= dmin * min[j] as f32 * x_scale(x, b) * sum as f32;
                 }
             }
         }
@@ -515,9 +557,10 @@ mod avx2 {
                     );
                     let by_scale = _mm256_set_m128i(_mm_set1_epi16(sc1), _mm_set1_epi16(sc0));
                     let p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, x_block(x, b)), by_scale);
-                    let scale = d * x.d[b];
+                    let scale = d * x_scale(x, b);
                     acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(p), acc);
-                    let offsets = sc0 as i32 * x.sums[2 * b] + sc1 as i32 * x.sums[2 * b + 1];
+                    let offsets =
+                        sc0 as i32 * x_sum16(x, 2 * b) + sc1 as i32 * x_sum16(x, 2 * b + 1);
                     rest -= 32.0 * scale * offsets as f32;
                 }
             }
@@ -526,10 +569,16 @@ mod avx2 {
     }
 }
 
-/// (the processor's loop, the portable loop) for one row, for the tests.
+/// (the processor's loop, the portable loop) for each of `rows`, for the tests.
 #[cfg(test)]
-pub fn both(kind: GgmlType, row: &[u8], x: &Q8Row) -> (f32, f32) {
-    (dot_row(kind, row, x), dot_row_portable(kind, row, x))
+pub fn both(kind: GgmlType, rows: &[u8], x: &Q8Row) -> Vec<(f32, f32)> {
+    let row_bytes = x.q.len() / kind.block_elements() * kind.block_bytes();
+    let mut fast = vec![0.0; rows.len() / row_bytes];
+    dot_rows(kind, rows, x, &mut fast);
+    let portable = rows
+        .chunks_exact(row_bytes)
+        .map(|row| dot_row_portable(kind, row, x));
+    fast.into_iter().zip(portable).collect()
 }
 
 #[cfg(test)]
@@ -566,6 +615,8 @@ mod tests {
         x[3] = f32::NAN;
         let row = Q8Row::new(&x);
         let block = [[0u8, 0x3c].as_slice(), &[1u8; 32]].concat(); // Q8_0, d = 1.0
-        assert!(dot_row(GgmlType::Q8_0, &block, &row).is_nan());
+        let mut out = [0.0];
+        dot_rows(GgmlType::Q8_0, &block, &row, &mut out);
+        assert!(out[0].is_nan());
     }
 }

@@ -10,11 +10,12 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::dot::{dot_row, Q8Row};
+use super::dot::{dot_rows, Q8Row};
 use super::GgmlType;
 use crate::error::ensure;
 use crate::AttnError;
@@ -85,9 +86,14 @@ impl QuantMatrix {
     }
 
     fn row(&self, r: usize) -> &[u8] {
+        self.rows_bytes(r..r + 1)
+    }
+
+    /// The bytes of rows `rows`, one after the other.
+    fn rows_bytes(&self, rows: Range<usize>) -> &[u8] {
         let n = self.row_bytes();
-        let start = self.range.start + r * n;
-        &(*self.bytes).as_ref()[start..start + n]
+        let start = self.range.start + rows.start * n;
+        &(*self.bytes).as_ref()[start..start + rows.len() * n]
     }
 
     /// Rows `rows` as floats, `[rows.len(), cols]` row-major.
@@ -108,42 +114,70 @@ impl QuantMatrix {
         out
     }
 
-    /// `y = x Wᵀ`: `x [n, cols]` row-major → `[n, rows]`, each row of `W` read from its blocks
-    /// once for the `n` rows of `x` (for small `n`), `x` quantized to 8 bits for the block types;
-    /// the rows of `W` are spread over the threads.
+    /// `y = x Wᵀ`: `x [n, cols]` row-major → `[n, rows]`, `x` quantized to 8 bits for the block
+    /// types. The rows of `W` are dealt to the threads in chunks of 64 in order, as llama.cpp
+    /// does (the threads read neighbouring memory); a chunk's groups of 16 rows are each read for
+    /// the `n` rows of `x` while they are in the cache (for small `n`).
     pub fn matmul_small(&self, x: &[f32], n: usize) -> Vec<f32> {
+        const CHUNK: usize = 64;
+        const GROUP: usize = 16;
         debug_assert_eq!(x.len(), n * self.cols);
-        let quantized: Vec<Option<Q8Row>> = x
-            .chunks(self.cols)
-            .map(|x| (self.ggml_type.block_elements() > 1).then(|| Q8Row::new(x)))
-            .collect();
-        // [rows, n], transposed at the end (n is small).
-        let mut by_row = vec![0.0f32; self.rows * n];
-        let chunk = (self.rows / (rayon::current_num_threads() * 4)).clamp(16, 1024);
-        by_row
-            .par_chunks_mut(chunk * n)
-            .enumerate()
-            .for_each(|(c, sums)| {
+        let quantized: Option<Vec<Q8Row>> = (self.ggml_type.block_elements() > 1)
+            .then(|| x.chunks(self.cols).map(Q8Row::new).collect());
+        let chunks = self.rows.div_ceil(CHUNK);
+        let next = AtomicUsize::new(0);
+        // Each thread's chunks, and their sums one after the other, [n, the chunk's rows] each.
+        let taken: Vec<(Vec<usize>, Vec<f32>)> = (0..rayon::current_num_threads().min(chunks))
+            .into_par_iter()
+            .map(|_| {
+                let (mut ids, mut all) = (Vec::new(), Vec::new());
                 let mut buffer = Vec::new();
-                for (i, sums) in sums.chunks_mut(n).enumerate() {
-                    let row = self.row(c * chunk + i);
-                    for (t, sum) in sums.iter_mut().enumerate() {
-                        let x = &x[t * self.cols..(t + 1) * self.cols];
-                        *sum = match &quantized[t] {
-                            Some(q) => dot_row(self.ggml_type, row, q),
-                            None => {
-                                buffer.resize(self.cols, 0.0);
-                                self.ggml_type.dequantize(row, &mut buffer);
-                                dot(&buffer, x)
-                            }
-                        };
+                loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= chunks {
+                        break (ids, all);
                     }
+                    let rows = c * CHUNK..((c + 1) * CHUNK).min(self.rows);
+                    let at = all.len();
+                    all.resize(at + n * rows.len(), 0.0);
+                    let sums = &mut all[at..];
+                    for group in rows.clone().step_by(GROUP) {
+                        let group = group..(group + GROUP).min(rows.end);
+                        let span = group.start - rows.start..group.end - rows.start;
+                        for (t, sums) in sums.chunks_mut(rows.len()).enumerate() {
+                            let sums = &mut sums[span.clone()];
+                            match &quantized {
+                                Some(q) => dot_rows(
+                                    self.ggml_type,
+                                    self.rows_bytes(group.clone()),
+                                    &q[t],
+                                    sums,
+                                ),
+                                None => {
+                                    let x = &x[t * self.cols..(t + 1) * self.cols];
+                                    buffer.resize(self.cols, 0.0);
+                                    for (r, sum) in group.clone().zip(sums) {
+                                        self.ggml_type.dequantize(self.row(r), &mut buffer);
+                                        *sum = dot(&buffer, x);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    ids.push(c);
                 }
-            });
+            })
+            .collect();
         let mut out = vec![0.0; n * self.rows];
-        for (r, sums) in by_row.chunks(n).enumerate() {
-            for (t, &sum) in sums.iter().enumerate() {
-                out[t * self.rows + r] = sum;
+        for (ids, all) in &taken {
+            let mut at = 0;
+            for &c in ids {
+                let rows = c * CHUNK..((c + 1) * CHUNK).min(self.rows);
+                for t in 0..n {
+                    out[t * self.rows + rows.start..][..rows.len()]
+                        .copy_from_slice(&all[at..at + rows.len()]);
+                    at += rows.len();
+                }
             }
         }
         out
@@ -208,14 +242,16 @@ mod tests {
         }
     }
 
-    /// The block types of the fixture, as matrices.
+    /// The block types of the fixture, as matrices, and a Q8_0 matrix of 203 distinct rows (the
+    /// fixture's have 2): several chunks of threads' work, the last one and its last group short.
     fn fixture_matrices() -> Vec<(String, QuantMatrix)> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/fixtures/gguf/quants.gguf"
         );
         let file = GgufFile::open(path.as_ref()).unwrap();
-        file.tensors
+        let mut matrices: Vec<(String, QuantMatrix)> = file
+            .tensors
             .iter()
             .filter(|t| !t.name.ends_with(".dequantized") && t.ggml_type.block_elements() > 1)
             .map(|info| {
@@ -225,10 +261,25 @@ mod tests {
                 let matrix = QuantMatrix::new(map, range, info.ggml_type, rows, cols).unwrap();
                 (info.name.clone(), matrix)
             })
-            .collect()
+            .collect();
+        let (rows, blocks) = (203, 3);
+        let bytes: Vec<u8> = (0..rows * blocks)
+            .flat_map(|b| {
+                // A positive f16 scale between 2⁻³ and 2⁻² that differs from block to block.
+                let scale = (0x3000u16 + (b as u16 * 37) % 1024).to_le_bytes();
+                let quants = (0..32).map(move |j| ((b * 31 + j * 7) % 255) as u8);
+                scale.into_iter().chain(quants)
+            })
+            .collect();
+        let len = bytes.len();
+        let bytes: SharedBytes = Arc::new(bytes);
+        let q8 = QuantMatrix::new(bytes, 0..len, GgmlType::Q8_0, rows, 32 * blocks).unwrap();
+        matrices.push(("Q8_0 of 203 rows".into(), q8));
+        matrices
     }
 
-    /// The processor's own loops (AVX2 here) give the portable loops' sums, row by row.
+    /// The processor's own loops (AVX2 here), over all the rows at once, give the portable loops'
+    /// sums, row by row.
     #[test]
     fn the_vector_loops_equal_the_portable_ones() {
         for (name, matrix) in fixture_matrices() {
@@ -236,8 +287,11 @@ mod tests {
                 .map(|i| ((i * 31) % 17) as f32 / 5.0 - 1.7)
                 .collect();
             let q = Q8Row::new(&x);
-            for r in 0..matrix.rows {
-                let (fast, portable) = super::super::dot::both(matrix.ggml_type, matrix.row(r), &q);
+            let bytes = matrix.rows_bytes(0..matrix.rows);
+            for (r, (fast, portable)) in super::super::dot::both(matrix.ggml_type, bytes, &q)
+                .into_iter()
+                .enumerate()
+            {
                 assert!(
                     (fast - portable).abs() <= 1e-5 * portable.abs().max(1.0),
                     "{name} row {r}: {fast} vs {portable}"

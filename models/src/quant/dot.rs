@@ -20,7 +20,7 @@
 use super::blocks::{half, k_scale_min, q3_k_scales, GgmlType};
 
 /// A row of `x` quantized for the integer products: blocks of 32 elements, `x ≈ d q` with
-/// `d = max |x| / 127` per block and `q = round(x / d)`.
+/// `d = max |x| / 127` per block and `q = x / d` rounded to the nearest integer (ties to even).
 pub struct Q8Row {
     /// One quant per element.
     q: Vec<i8>,
@@ -41,15 +41,13 @@ impl Q8Row {
             .chunks_exact(32)
             .zip(q.chunks_exact_mut(32))
             .map(|(x, q)| {
+                // Folds without an early exit, so that they run in vector registers.
                 let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-                let d = if x.iter().any(|v| v.is_nan()) {
-                    f32::NAN
-                } else {
-                    amax / 127.0
-                };
+                let nan = x.iter().fold(false, |nan, v| nan | v.is_nan());
+                let d = if nan { f32::NAN } else { amax / 127.0 };
                 let inverse = if d > 0.0 { 1.0 / d } else { 0.0 };
                 for (q, x) in q.iter_mut().zip(x) {
-                    *q = (x * inverse).round() as i8;
+                    *q = nearest(x * inverse) as i8;
                 }
                 d
             })
@@ -90,6 +88,15 @@ impl Q8Row {
             .map(|(i, &q)| self.d[i / 32] * q as f32)
             .collect()
     }
+}
+
+/// `v` rounded to the nearest integer, ties to even (as llama.cpp's AVX2 quantization of the
+/// activations, `_mm256_round_ps`), for `|v| ≤ 2²²`: adding 1.5 · 2²³ leaves no fraction bits.
+/// Unlike `f32::round` (a call to the C library) it runs in vector registers.
+#[inline(always)]
+fn nearest(v: f32) -> f32 {
+    const SHIFT: f32 = 12_582_912.0;
+    (v + SHIFT) - SHIFT
 }
 
 /// `out[r] = Σⱼ w_rj xⱼ` for the rows of `kind` blocks laid one after the other in `rows`

@@ -116,7 +116,8 @@ impl QuantMatrix {
 
     /// `y = x Wᵀ`: `x [n, cols]` row-major → `[n, rows]`, `x` quantized to 8 bits for the block
     /// types. The rows of `W` are dealt to the threads in chunks of 64 in order, as llama.cpp
-    /// does (the threads read neighbouring memory); a chunk's groups of 16 rows are each read for
+    /// does (the threads read neighbouring memory), or in one equal share each when that makes
+    /// fewer than four chunks a thread; a chunk's groups of 16 rows are each read for
     /// the `n` rows of `x` while they are in the cache (for small `n`).
     pub fn matmul_small(&self, x: &[f32], n: usize) -> Vec<f32> {
         const CHUNK: usize = 64;
@@ -124,10 +125,17 @@ impl QuantMatrix {
         debug_assert_eq!(x.len(), n * self.cols);
         let quantized: Option<Vec<Q8Row>> = (self.ggml_type.block_elements() > 1)
             .then(|| x.chunks(self.cols).map(Q8Row::new).collect());
-        let chunks = self.rows.div_ceil(CHUNK);
+        // llama.cpp's rule: fewer than four chunks a thread, and each thread takes an equal share.
+        let threads = rayon::current_num_threads();
+        let chunk = if self.rows < CHUNK * threads * 4 {
+            self.rows.div_ceil(threads)
+        } else {
+            CHUNK
+        };
+        let chunks = self.rows.div_ceil(chunk);
         let next = AtomicUsize::new(0);
         // Each thread's chunks, and their sums one after the other, [n, the chunk's rows] each.
-        let taken: Vec<(Vec<usize>, Vec<f32>)> = (0..rayon::current_num_threads().min(chunks))
+        let taken: Vec<(Vec<usize>, Vec<f32>)> = (0..threads.min(chunks))
             .into_par_iter()
             .map(|_| {
                 let (mut ids, mut all) = (Vec::new(), Vec::new());
@@ -137,7 +145,7 @@ impl QuantMatrix {
                     if c >= chunks {
                         break (ids, all);
                     }
-                    let rows = c * CHUNK..((c + 1) * CHUNK).min(self.rows);
+                    let rows = c * chunk..((c + 1) * chunk).min(self.rows);
                     let at = all.len();
                     all.resize(at + n * rows.len(), 0.0);
                     let sums = &mut all[at..];
@@ -172,7 +180,7 @@ impl QuantMatrix {
         for (ids, all) in &taken {
             let mut at = 0;
             for &c in ids {
-                let rows = c * CHUNK..((c + 1) * CHUNK).min(self.rows);
+                let rows = c * chunk..((c + 1) * chunk).min(self.rows);
                 for t in 0..n {
                     out[t * self.rows + rows.start..][..rows.len()]
                         .copy_from_slice(&all[at..at + rows.len()]);

@@ -251,23 +251,27 @@ fn q3_k(b: &[u8], out: &mut [f32]) {
     }
 }
 
-/// Q4_K's and Q5_K's 8 six-bit scales and minimums.
+/// Q4_K's and Q5_K's 8 six-bit scales and minimums, unpacked four at a time in 32-bit words as
+/// llama.cpp does: scales 0–3 and minimums 0–3 are the low 6 bits of bytes 0–3 and 4–7; scales
+/// and minimums 4–7 take their low 4 bits from bytes 8–11 (low and high nibbles) and their top 2
+/// from the top bits of bytes 0–3 and 4–7.
+#[inline]
 pub(crate) fn k_scale_min(s: &[u8]) -> ([u8; 8], [u8; 8]) {
-    let scale = std::array::from_fn(|j| {
-        if j < 4 {
-            s[j] & 0x3F
-        } else {
-            (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30)
-        }
-    });
-    let min = std::array::from_fn(|j| {
-        if j < 4 {
-            s[j + 4] & 0x3F
-        } else {
-            (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30)
-        }
-    });
-    (scale, min)
+    const LOW6: u32 = 0x3F3F_3F3F;
+    const LOW4: u32 = 0x0F0F_0F0F;
+    const LOW2: u32 = 0x0303_0303;
+    let word = |k: usize| u32::from_le_bytes([s[4 * k], s[4 * k + 1], s[4 * k + 2], s[4 * k + 3]]);
+    let (a, b, c) = (word(0), word(1), word(2));
+    let bytes = |low: u32, high: u32| {
+        let mut out = [0u8; 8];
+        out[..4].copy_from_slice(&low.to_le_bytes());
+        out[4..].copy_from_slice(&high.to_le_bytes());
+        out
+    };
+    (
+        bytes(a & LOW6, (c & LOW4) | (((a >> 6) & LOW2) << 4)),
+        bytes(b & LOW6, ((c >> 4) & LOW4) | (((b >> 6) & LOW2) << 4)),
+    )
 }
 
 /// Element `e` of 256 in the 4-bit layout of Q4_K and Q5_K: 4 chunks of 32 bytes, low nibbles

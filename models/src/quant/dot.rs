@@ -17,14 +17,17 @@
 // The loops index several arrays by the block layout's own arithmetic: indices read as the format.
 #![allow(clippy::needless_range_loop)]
 
-use super::blocks::{half, k_scale_min, q3_k_scales, GgmlType};
+use super::blocks::{half, k_scale_min, q3_k_scales, GgmlType, QK_K};
 
-/// A row of `x` quantized for the integer products: blocks of 32 elements, `x ≈ d q` with
-/// `d = max |x| / 127` per block and `q = x / d` rounded to the nearest integer (ties to even).
+/// A row of `x` quantized for the integer products: `x ≈ d q` with `d = max |x| / 127` over each
+/// span of 32 elements (llama.cpp's `Q8_0`), or of 256 for the K types (its `Q8_K`: one scale
+/// per super-block lets their loops sum a super-block in integers), and `q = x / d` rounded to
+/// the nearest integer (ties to even).
 pub struct Q8Row {
     /// One quant per element.
     q: Vec<i8>,
-    /// One scale per 32 elements (NaN where the block holds a NaN: it reaches the product).
+    /// One scale per 32 elements, repeated over a span (NaN where the span holds a NaN: it
+    /// reaches the product).
     d: Vec<f32>,
     /// `Σ q` over each 16 elements.
     sums: Vec<i32>,
@@ -33,25 +36,28 @@ pub struct Q8Row {
 }
 
 impl Q8Row {
-    /// `x`, of a length that is a multiple of 32 (the rows of every block type are).
-    pub fn new(x: &[f32]) -> Q8Row {
-        assert_eq!(x.len() % 32, 0, "a Q8 row is whole blocks of 32");
+    /// `x` for the products with `kind`'s blocks, of a length that is a multiple of the type's
+    /// block (the rows' are).
+    pub fn new(kind: GgmlType, x: &[f32]) -> Q8Row {
+        let span = if kind.block_elements() == QK_K {
+            QK_K
+        } else {
+            32
+        };
+        assert_eq!(x.len() % span, 0, "a Q8 row is whole spans of {span}");
         let mut q = vec![0i8; x.len()];
-        let d = x
-            .chunks_exact(32)
-            .zip(q.chunks_exact_mut(32))
-            .map(|(x, q)| {
-                // Folds without an early exit, so that they run in vector registers.
-                let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-                let nan = x.iter().fold(false, |nan, v| nan | v.is_nan());
-                let d = if nan { f32::NAN } else { amax / 127.0 };
-                let inverse = if d > 0.0 { 1.0 / d } else { 0.0 };
-                for (q, x) in q.iter_mut().zip(x) {
-                    *q = nearest(x * inverse) as i8;
-                }
-                d
-            })
-            .collect();
+        let mut d = Vec::with_capacity(x.len() / 32);
+        for (x, q) in x.chunks_exact(span).zip(q.chunks_exact_mut(span)) {
+            // Folds without an early exit, so that they run in vector registers.
+            let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let nan = x.iter().fold(false, |nan, v| nan | v.is_nan());
+            let scale = if nan { f32::NAN } else { amax / 127.0 };
+            let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+            for (q, x) in q.iter_mut().zip(x) {
+                *q = nearest(x * inverse) as i8;
+            }
+            d.extend(std::iter::repeat_n(scale, span / 32));
+        }
         let sums: Vec<i32> = q
             .chunks_exact(16)
             .map(|c| c.iter().map(|&v| v as i32).sum())
@@ -487,13 +493,18 @@ mod avx2 {
         }
     }
 
+    /// Q4_K/Q5_K (`five`: a fifth bit) against `x` with one scale per super-block: each 32's
+    /// products are scaled by its 6-bit scale in integers (`vpmaddwd`), the super-block summed
+    /// in integers and scaled once as floats (llama.cpp's `ggml_vec_dot_q4_K_q8_K`); the
+    /// minimums meet `x`'s sums per 32.
     #[inline(always)]
     unsafe fn q4_k(five: bool, blocks: Blocks<'_>, x: &Q8Row) -> f32 {
         let mut acc = _mm256_setzero_ps();
         let mut rest = 0.0f32;
         let low = _mm256_set1_epi8(0xF);
         for (i, block) in blocks.enumerate() {
-            let (d, dmin) = (f16(block, 0), f16(block, 2));
+            let dx = x_scale(x, 8 * i);
+            let (d, dmin) = (f16(block, 0) * dx, f16(block, 2) * dx);
             let (scale, min) = k_scale_min(&block[4..16]);
             let qs = if five {
                 &block[48..176]
@@ -505,6 +516,8 @@ mod avx2 {
             } else {
                 _mm256_setzero_si256()
             };
+            let mut sumi = _mm256_setzero_si256();
+            let mut mins = 0i32;
             for c in 0..4 {
                 let bytes = load32(&qs[32 * c..]);
                 for s in 0..2 {
@@ -520,25 +533,30 @@ mod avx2 {
                         u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(16)));
                     }
                     let b = 8 * i + j;
-                    let p = products(u, x_block(x, b));
-                    let by = _mm256_set1_ps(d * scale[j] as f32 * x_scale(x, b));
-                    acc = _mm256_fmadd_ps(by, _mm256_cvtepi32_ps(p), acc);
-                    let sum = x_sum16(x, 2 * b) + x_sum16(x, 2 * b + 1);
-                    rest -= dmin * min[j] as f32 * x_scale(x, b) * sum as f32;
+                    let p = _mm256_maddubs_epi16(u, x_block(x, b));
+                    let p = _mm256_madd_epi16(p, _mm256_set1_epi16(scale[j] as i16));
+                    sumi = _mm256_add_epi32(sumi, p);
+                    mins += min[j] as i32 * (x_sum16(x, 2 * b) + x_sum16(x, 2 * b + 1));
                 }
             }
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+            rest -= dmin * mins as f32;
         }
         sum(acc) + rest
     }
 
+    /// Q6_K against `x` with one scale per super-block: the 6-bit quants made unsigned
+    /// (`u = q + 32`), each 16's products scaled by its signed scale in integers, the offsets
+    /// (`32 · scale · Σ x`) taken off in integers, the super-block scaled once as floats.
     #[inline(always)]
     unsafe fn q6_k(blocks: Blocks<'_>, x: &Q8Row) -> f32 {
         let mut acc = _mm256_setzero_ps();
-        let mut rest = 0.0f32;
         let (low, two) = (_mm256_set1_epi8(0xF), _mm256_set1_epi8(3));
         for (i, block) in blocks.enumerate() {
             let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
-            let d = f16(block, 208);
+            let d = f16(block, 208) * x_scale(x, 8 * i);
+            let signed_scales = _mm_loadu_si128(scales.as_ptr().cast());
+            let mut sumi = _mm256_setzero_si256();
             for h in 0..2 {
                 let (ql0, ql1) = (load32(&ql[64 * h..]), load32(&ql[64 * h + 32..]));
                 let high = load32(&qh[32 * h..]);
@@ -557,22 +575,26 @@ mod avx2 {
                     };
                     let u =
                         _mm256_or_si256(nibble, _mm256_slli_epi16(_mm256_and_si256(top, two), 4));
-                    let b = 8 * i + 4 * h + s;
-                    let (sc0, sc1) = (
-                        scales[8 * h + 2 * s] as i8 as i16,
-                        scales[8 * h + 2 * s + 1] as i8 as i16,
+                    // Scale 8h + 2s for the first 16 elements, the next one for the others.
+                    let k = (8 * h + 2 * s) as i8;
+                    let pick = _mm_set_epi64x(
+                        i64::from_ne_bytes([k as u8 + 1; 8]),
+                        i64::from_ne_bytes([k as u8; 8]),
                     );
-                    let by_scale = _mm256_set_m128i(_mm_set1_epi16(sc1), _mm_set1_epi16(sc0));
+                    let by_scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(signed_scales, pick));
+                    let b = 8 * i + 4 * h + s;
                     let p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, x_block(x, b)), by_scale);
-                    let scale = d * x_scale(x, b);
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(p), acc);
-                    let offsets =
-                        sc0 as i32 * x_sum16(x, 2 * b) + sc1 as i32 * x_sum16(x, 2 * b + 1);
-                    rest -= 32.0 * scale * offsets as f32;
+                    sumi = _mm256_add_epi32(sumi, p);
                 }
             }
+            // x's sum over elements 16k..16k + 16 of the super-block meets scale k.
+            let offsets: i32 = (0..16)
+                .map(|k| scales[k] as i8 as i32 * x_sum16(x, 16 * i + k))
+                .sum();
+            let sumi = _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * offsets, 0, 0, 0, 0, 0, 0, 0));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
         }
-        sum(acc) + rest
+        sum(acc)
     }
 }
 
@@ -600,7 +622,7 @@ mod tests {
             .map(|i| ((i * 37) % 23) as f32 / 7.0 - 1.5)
             .collect();
         x[32..64].fill(0.0);
-        let row = Q8Row::new(&x);
+        let row = Q8Row::new(GgmlType::Q8_0, &x);
         let back = row.dequantized();
         for (i, (a, b)) in x.iter().zip(&back).enumerate() {
             assert!(
@@ -616,11 +638,31 @@ mod tests {
         );
     }
 
+    /// For the K types one scale spans a super-block of 256: the largest element of the 256
+    /// sets it, and every element is within half of its step.
+    #[test]
+    fn x_for_the_k_types_is_quantized_per_super_block() {
+        let mut x: Vec<f32> = (0..512)
+            .map(|i| ((i * 37) % 23) as f32 / 7.0 - 1.5)
+            .collect();
+        x[300] = 10.0;
+        let row = Q8Row::new(GgmlType::Q4_K, &x);
+        assert!(row.d[..8].iter().all(|&d| d == row.d[0]));
+        assert!(row.d[8..].iter().all(|&d| d == 10.0 / 127.0));
+        assert!(row.d[0] < row.d[8]);
+        for (i, (a, b)) in x.iter().zip(row.dequantized()).enumerate() {
+            assert!(
+                (a - b).abs() <= row.d[i / 32] / 2.0 + 1e-6,
+                "{i}: {a} vs {b}"
+            );
+        }
+    }
+
     #[test]
     fn a_nan_in_x_reaches_the_product() {
         let mut x = vec![1.0f32; 32];
         x[3] = f32::NAN;
-        let row = Q8Row::new(&x);
+        let row = Q8Row::new(GgmlType::Q8_0, &x);
         let block = [[0u8, 0x3c].as_slice(), &[1u8; 32]].concat(); // Q8_0, d = 1.0
         let mut out = [0.0];
         dot_rows(GgmlType::Q8_0, &block, &row, &mut out);

@@ -123,8 +123,11 @@ impl QuantMatrix {
         const CHUNK: usize = 64;
         const GROUP: usize = 16;
         debug_assert_eq!(x.len(), n * self.cols);
-        let quantized: Option<Vec<Q8Row>> = (self.ggml_type.block_elements() > 1)
-            .then(|| x.chunks(self.cols).map(Q8Row::new).collect());
+        let quantized: Option<Vec<Q8Row>> = (self.ggml_type.block_elements() > 1).then(|| {
+            x.chunks(self.cols)
+                .map(|x| Q8Row::new(self.ggml_type, x))
+                .collect()
+        });
         // llama.cpp's rule: fewer than four chunks a thread, and each thread takes an equal share.
         let threads = rayon::current_num_threads();
         let chunk = if self.rows < CHUNK * threads * 4 {
@@ -230,7 +233,8 @@ mod tests {
                     .collect();
                 let y = matrix.matmul_small(&x, n);
                 for t in 0..n {
-                    let xs = Q8Row::new(&x[t * cols..(t + 1) * cols]).dequantized();
+                    let xs =
+                        Q8Row::new(matrix.ggml_type, &x[t * cols..(t + 1) * cols]).dequantized();
                     for r in 0..rows {
                         let ws = &w[r * cols..(r + 1) * cols];
                         let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
@@ -294,7 +298,7 @@ mod tests {
             let x: Vec<f32> = (0..matrix.cols)
                 .map(|i| ((i * 31) % 17) as f32 / 5.0 - 1.7)
                 .collect();
-            let q = Q8Row::new(&x);
+            let q = Q8Row::new(matrix.ggml_type, &x);
             let bytes = matrix.rows_bytes(0..matrix.rows);
             for (r, (fast, portable)) in super::super::dot::both(matrix.ggml_type, bytes, &q)
                 .into_iter()

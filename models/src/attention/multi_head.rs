@@ -31,7 +31,6 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Bool, Device, Int, Tensor};
 
 use super::scaled_dot::{AttentionInput, ScaledDotProduct, ScaledDotProductConfig};
-use super::KeyPattern;
 use crate::error::ensure;
 use crate::norm::{RmsNorm, RmsNormConfig};
 use crate::position::RotaryEncoding;
@@ -455,16 +454,18 @@ impl<P: Project> MultiHead<P> {
             }
         };
         let k_len = key.dims()[2];
-        // One new query per head, keys shared by a group of heads, every key visible to it (full
-        // or causal): the group's queries become rows of their key/value head, and the keys are
-        // read once instead of copied per query head (decoding's largest copy).
+        // One new query that sees every held key (any pattern once its cache holds only what the
+        // query sees, as a sliding window's does): the pattern masks nothing and is left out.
+        let sees_every_key = q_len == 1
+            && positions
+                .iter()
+                .all(|&j| self.attention.pattern.allows(offset, j));
+        // Keys shared by a group of heads: the group's queries become rows of their key/value
+        // head, and the keys are read once instead of copied per query head (decoding's largest
+        // copy).
         let group = self.n_heads / self.n_kv_heads;
-        let fold = q_len == 1
+        let fold = sees_every_key
             && group > 1
-            && matches!(
-                self.attention.pattern,
-                KeyPattern::Full | KeyPattern::Causal
-            )
             && self.sinks.is_none()
             && input.mask.is_none()
             && input.head_bias.is_none()
@@ -476,7 +477,7 @@ impl<P: Project> MultiHead<P> {
             (query, self.repeat_kv(key), self.repeat_kv(value))
         };
         let mut attend = AttentionInput::new(query, key, value).query_offset(offset);
-        if positions.iter().copied().ne(0..k_len) {
+        if !sees_every_key && positions.iter().copied().ne(0..k_len) {
             attend = attend.key_positions(positions);
         }
         if let Some(sinks) = &self.sinks {
@@ -499,7 +500,11 @@ impl<P: Project> MultiHead<P> {
         if input.need_weights {
             attend = attend.with_weights();
         }
-        let output = self.attention.forward(attend)?;
+        let output = if sees_every_key {
+            self.attention.unpatterned().forward(attend)?
+        } else {
+            self.attention.forward(attend)?
+        };
         let context = if fold {
             output
                 .context

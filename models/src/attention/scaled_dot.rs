@@ -344,6 +344,15 @@ impl ScaledDotProduct {
         self.scale.unwrap_or(1.0 / (d_k as f64).sqrt())
     }
 
+    /// This attention without its positional pattern (every key visible): for a caller that
+    /// applied the pattern itself, or knows it masks nothing.
+    pub fn unpatterned(&self) -> ScaledDotProduct {
+        ScaledDotProduct {
+            pattern: KeyPattern::Full,
+            ..self.clone()
+        }
+    }
+
     /// Attends, checking the input shapes first.
     pub fn forward<const D: usize>(
         &self,
@@ -360,11 +369,7 @@ impl ScaledDotProduct {
                 .pattern
                 .mask_at(offset..offset + q_len, &positions, &device);
             input.mask = either(input.mask, pattern.map(lift));
-            let unpatterned = ScaledDotProduct {
-                pattern: KeyPattern::Full,
-                ..self.clone()
-            };
-            return unpatterned.forward(input);
+            return self.unpatterned().forward(input);
         }
         let needs_whole_rows =
             input.need_weights || self.selection != Selection::Soft || input.sink.is_some();

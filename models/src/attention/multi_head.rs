@@ -464,8 +464,7 @@ impl<P: Project> MultiHead<P> {
         // head, and the keys are read once instead of copied per query head (decoding's largest
         // copy). On rayon's threads (flex) only when the key/value heads are enough to keep every
         // thread busy: its kernel splits the heads over the threads, and a lone head's rows on one
-        // thread cost more than the copies (Gemma 3 270M, 1 key/value head, after 512 positions:
-        // 37 against 39–42 tok/s unfolded, 2 threads).
+        // thread cost more than the copies (Gemma 3 270M's one head: docs/MEASUREMENTS.md).
         let group = self.n_heads / self.n_kv_heads;
         let enough_heads = batch * self.n_kv_heads >= rayon::current_num_threads()
             || !crate::workers::computes_on_rayon(&query.device());

@@ -356,9 +356,9 @@ mod avx2 {
     }
 
     /// Asks for the weights 1.5 KiB ahead of byte `at` of `row` (the rows of a matrix follow
-    /// one another): the loops no longer wait on memory at every new cache line. A prefetch
-    /// never faults, past the end of the matrix too. Gemma 3's 178 MB Q8_0 output product, 1
-    /// thread: 28 → 21.5 ms, the rate of a bare read of its bytes.
+    /// one another): the loops no longer wait on memory at every new cache line (a large
+    /// product then runs at a bare read's rate: docs/MEASUREMENTS.md, GGUF files). A prefetch
+    /// never faults, past the end of the matrix too.
     #[inline(always)]
     unsafe fn prefetch(row: &[u8], at: usize) {
         _mm_prefetch::<_MM_HINT_T0>(row.as_ptr().wrapping_add(at + 1536).cast());

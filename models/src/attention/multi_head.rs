@@ -466,15 +466,14 @@ impl<P: Project> MultiHead<P> {
         // thread busy: its kernel splits the heads over the threads, and a lone head's rows on one
         // thread cost more than the copies (Gemma 3 270M's one head: docs/MEASUREMENTS.md).
         let group = self.n_heads / self.n_kv_heads;
-        let enough_heads = batch * self.n_kv_heads >= rayon::current_num_threads()
-            || !crate::workers::computes_on_rayon(&query.device());
         let fold = sees_every_key
-            && enough_heads
             && group > 1
             && self.sinks.is_none()
             && input.mask.is_none()
             && input.head_bias.is_none()
-            && !input.need_weights;
+            && !input.need_weights
+            && (batch * self.n_kv_heads >= rayon::current_num_threads()
+                || !crate::workers::computes_on_rayon(&query.device()));
         let (query, key, value) = if fold {
             let query = query.reshape([batch, self.n_kv_heads, group, self.d_head()]);
             (query, key, value)

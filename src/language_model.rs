@@ -168,14 +168,18 @@ impl LanguageModel {
     /// Loads the model (see [`CausalLm::from_pretrained`]) and, when present, `tokenizer.json`
     /// and the chat template.
     ///
-    /// A `.gguf` file instead of a folder is loaded by [`load_with`](Self::load_with) with its
-    /// quantized weights kept in their blocks.
+    /// As [`load_with`](Self::load_with) with [`GgufWeights::Quantized`], the way for a CPU
+    /// backend: a `.gguf` file's quantized weights kept in their blocks, a folder's experts
+    /// packed (on a GPU, `load_with` and [`GgufWeights::Dequantized`]).
     pub fn load(dir: &Path, device: &Device) -> Result<Self> {
         Self::load_with(dir, GgufWeights::Quantized, device)
     }
 
     /// As [`load`](Self::load); a GGUF file's quantized tensors held as `weights` says, its
-    /// tokenizer and chat template read from its metadata ([`crate::gguf_tokenizer`]).
+    /// tokenizer and chat template read from its metadata ([`crate::gguf_tokenizer`]). With
+    /// [`GgufWeights::Quantized`] (products on the host's threads: a CPU backend) a folder's
+    /// mixture-of-experts layers are packed for the CPU's own product
+    /// ([`CausalLm::pack_experts`]).
     pub fn load_with(path: &Path, weights: GgufWeights, device: &Device) -> Result<Self> {
         // A file is a GGUF file (whose header check names anything else); a folder is Hugging Face's.
         if path.is_file() {
@@ -210,6 +214,10 @@ impl LanguageModel {
         }
         let dir = path;
         let model = CausalLm::from_pretrained(dir, device)?;
+        let model = match weights {
+            GgufWeights::Quantized => model.pack_experts(),
+            GgufWeights::Dequantized => model,
+        };
         let path = dir.join("tokenizer.json");
         let tokenizer = if path.is_file() {
             Some(Tokenizer::from_file(&path).map_err(|error| {

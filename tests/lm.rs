@@ -8,7 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use attnzoo_backends::test_devices;
-use attnzoo_models::lm::{CausalLm, GenerationConfig};
+use attnzoo_models::lm::{CausalLm, GenerationConfig, LmFeedForward};
+use attnzoo_models::quant::{PackedMatrix, Projection};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use safetensors::SafeTensors;
 use serde_json::Value;
@@ -189,6 +190,51 @@ fn every_folder_matches_transformers_logits_and_greedy_ids_on_every_backend() {
                     test.backend
                 ));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The mixture-of-experts folders with their experts packed for the CPU's own product (the
+/// command line's way on a CPU backend), side by side: transformers' logits and greedy ids still.
+#[test]
+fn packed_experts_match_transformers_logits_and_greedy_ids() {
+    let device = Device::flex();
+    let mut failures = Vec::new();
+    for name in ["mixtral", "qwen3_moe", "deepseek_v3_moe", "gpt_oss"] {
+        let folder = fixtures().join(name);
+        let reference = reference(&folder);
+        let lm = CausalLm::from_pretrained(&folder, &device)
+            .unwrap()
+            .pack_experts();
+        let packed = lm.layers.iter().any(|layer| match &layer.mlp {
+            LmFeedForward::Experts(moe) => matches!(moe.experts[0].up_proj, Projection::Packed(_)),
+            LmFeedForward::Dense(_) => false,
+        });
+        assert_eq!(
+            packed,
+            PackedMatrix::is_fast(),
+            "{name}: packed where AVX-512 is"
+        );
+        let (whole, stepped) = logits_errors(&lm, &reference, &device);
+        let ids = |key: &str| -> Vec<u32> {
+            reference.json[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|id| id.as_u64().unwrap() as u32)
+                .collect()
+        };
+        let greedy: Vec<u32> = lm
+            .generate(&ids("prompt"), &GenerationConfig::greedy(32))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        eprintln!("packed experts {name:<16} max logit error {whole:.2e} (cached {stepped:.2e})");
+        if whole > TOLERANCE || stepped > TOLERANCE || greedy != ids("greedy") {
+            failures.push(format!(
+                "{name}: logits {whole:e} / {stepped:e}, greedy {greedy:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -520,7 +520,7 @@ impl CausalLm {
     }
 
     /// Whether a step's products run on this process's rayon threads: its layers multiply from
-    /// quantized blocks (GGUF weights kept quantized: products on the host's threads), or it is on
+    /// weights held on the host (GGUF blocks, packed experts), or it is on
     /// flex, whose products of few rows split their columns over those threads.
     pub fn multiplies_on_rayon(&self) -> bool {
         let blocks = self.layers.iter().any(|layer| {
@@ -528,9 +528,24 @@ impl CausalLm {
                 LmFeedForward::Dense(mlp) => &mlp.down_proj,
                 LmFeedForward::Experts(moe) => &moe.gate,
             };
-            matches!(mlp, Projection::Quantized(_))
+            mlp.multiplies_on_host()
         });
         blocks || crate::workers::computes_on_rayon(&self.device())
+    }
+
+    /// The mixture-of-experts layers' projections (router and experts) packed for the CPU's own
+    /// product ([`Projection::packed`]), for inference on a CPU backend: where the processor has
+    /// AVX-512 that product is faster than gemm's for the few rows each expert gets, and the
+    /// experts then run side by side (docs/MEASUREMENTS.md, Mixture of experts). Dense layers,
+    /// and every layer elsewhere, are left as they are.
+    pub fn pack_experts(mut self) -> CausalLm {
+        for layer in &mut self.layers {
+            if let LmFeedForward::Experts(moe) = &layer.mlp {
+                let packed = moe.clone().map_projections(Projection::packed);
+                layer.mlp = LmFeedForward::Experts(packed);
+            }
+        }
+        self
     }
 
     /// The device the model's parameters are on.

@@ -10,7 +10,7 @@ use burn::module::{Module, ModuleDisplay, Param};
 use burn::nn::{Embedding, Linear};
 use burn::tensor::{Int, Tensor, TensorData};
 
-use super::QuantMatrix;
+use super::{PackedMatrix, QuantMatrix};
 
 /// Rows of `x` up to which a product dots each block with every row (decoding); past it the
 /// weight is dequantized a tile at a time and multiplied as floats.
@@ -27,6 +27,12 @@ pub trait Project: Module + ModuleDisplay {
     fn d_in(&self) -> usize;
     /// Output features.
     fn d_out(&self) -> usize;
+    /// Whether the product runs on this process's threads from a weight held on the host
+    /// (quantized or packed), whatever the backend: independent products may then run side by
+    /// side.
+    fn multiplies_on_host(&self) -> bool {
+        false
+    }
 }
 
 impl Project for Linear {
@@ -77,13 +83,7 @@ pub fn quantized_product<const D: usize>(weight: &QuantMatrix, x: Tensor<D>) -> 
     let mut out_dims = dims;
     out_dims[D - 1] = weight.rows;
     if n <= SMALL_BATCH {
-        let x: Vec<f32> = x
-            .into_data()
-            .convert::<f32>()
-            .try_into_vec()
-            .expect("a float tensor reads back as f32");
-        let y = weight.matmul_small(&x, n);
-        return Tensor::from_data(TensorData::new(y, out_dims), &device);
+        return host_product(x, weight.rows, |x, n| weight.matmul_small(x, n));
     }
     let x = x.reshape([n, cols]);
     let tile = (TILE_FLOATS / cols).max(1);
@@ -101,7 +101,65 @@ pub fn quantized_product<const D: usize>(weight: &QuantMatrix, x: Tensor<D>) -> 
     Tensor::cat(tiles, 1).reshape(out_dims)
 }
 
-/// A linear layer with a float or a quantized weight.
+/// `x [.., d_in]` → `product(x, n) [.., d_out]`: `x` read back to the host as `n` rows, the
+/// product's rows made a tensor on `x`'s device.
+fn host_product<const D: usize>(
+    x: Tensor<D>,
+    d_out: usize,
+    product: impl FnOnce(&[f32], usize) -> Vec<f32>,
+) -> Tensor<D> {
+    let mut dims = x.dims();
+    let n = dims[..D - 1].iter().product::<usize>();
+    dims[D - 1] = d_out;
+    let device = x.device();
+    let x: Vec<f32> = x
+        .into_data()
+        .convert::<f32>()
+        .try_into_vec()
+        .expect("a float tensor reads back as f32");
+    Tensor::from_data(TensorData::new(product(&x, n), dims), &device)
+}
+
+/// A linear layer whose weight is packed in panels for the CPU's own product
+/// ([`PackedMatrix`]), for inference: no gradient reaches it. `x` is read back to the host, as
+/// for [`QuantizedLinear`].
+#[derive(Module, Debug)]
+pub struct PackedLinear {
+    /// `W [d_in, d_out]`.
+    #[module(skip)]
+    pub weight: PackedMatrix,
+    /// `b [d_out]`.
+    pub bias: Option<Param<Tensor<1>>>,
+}
+
+impl PackedLinear {
+    /// `linear`'s weight packed, its bias kept.
+    pub fn new(linear: Linear) -> PackedLinear {
+        let [d_in, d_out] = linear.weight.dims();
+        let w: Vec<f32> = linear
+            .weight
+            .val()
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec()
+            .expect("a float tensor reads back as f32");
+        PackedLinear {
+            weight: PackedMatrix::new(&w, d_in, d_out),
+            bias: linear.bias,
+        }
+    }
+
+    /// `x [.., d_in]` → `[.., d_out]`.
+    pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        let y = host_product(x, self.weight.d_out, |x, n| self.weight.matmul(x, n));
+        match &self.bias {
+            Some(bias) => y + bias.val().unsqueeze(),
+            None => y,
+        }
+    }
+}
+
+/// A linear layer with a float, a quantized or a packed weight.
 // Built once per layer: the size difference between the variants costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
@@ -110,6 +168,21 @@ pub enum Projection {
     Dense(Linear),
     /// Weight kept in GGUF blocks.
     Quantized(QuantizedLinear),
+    /// Weight packed for the CPU's own product (inference).
+    Packed(PackedLinear),
+}
+
+impl Projection {
+    /// A float layer's weight packed for the CPU's own product where that is faster than
+    /// gemm's ([`PackedMatrix::is_fast`]); any other layer as it is.
+    pub fn packed(self) -> Projection {
+        match self {
+            Projection::Dense(linear) if PackedMatrix::is_fast() => {
+                Projection::Packed(PackedLinear::new(linear))
+            }
+            other => other,
+        }
+    }
 }
 
 impl Project for Projection {
@@ -117,19 +190,25 @@ impl Project for Projection {
         match self {
             Projection::Dense(linear) => linear.forward(x),
             Projection::Quantized(linear) => linear.forward(x),
+            Projection::Packed(linear) => linear.forward(x),
         }
     }
     fn d_in(&self) -> usize {
         match self {
             Projection::Dense(linear) => linear.d_in(),
             Projection::Quantized(linear) => linear.weight.cols,
+            Projection::Packed(linear) => linear.weight.d_in,
         }
     }
     fn d_out(&self) -> usize {
         match self {
             Projection::Dense(linear) => linear.d_out(),
             Projection::Quantized(linear) => linear.weight.rows,
+            Projection::Packed(linear) => linear.weight.d_out,
         }
+    }
+    fn multiplies_on_host(&self) -> bool {
+        !matches!(self, Projection::Dense(_))
     }
 }
 

@@ -30,6 +30,7 @@ use super::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 use crate::error::ensure;
 use crate::quant::Project;
 use crate::AttnError;
+use rayon::prelude::*;
 
 /// Configuration of [`SparseMoe`].
 ///
@@ -199,7 +200,10 @@ impl<P: Project> SparseMoe<P> {
     }
 
     /// `x [.., d_model]` → `[.., d_model]`.
-    pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+    pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D>
+    where
+        P: Sync,
+    {
         let dims = x.dims();
         let width = dims[D - 1];
         let rows: usize = dims[..D - 1].iter().product();
@@ -261,18 +265,40 @@ impl<P: Project> SparseMoe<P> {
             slots_of[e].push(slot);
         }
         let mut y = Tensor::<2>::zeros([rows, width], &device);
-        for (expert, slots) in self.experts.iter().zip(slots_of) {
-            if slots.is_empty() {
-                continue;
-            }
-            let index = |values: Vec<i64>| {
-                let n = values.len();
-                Tensor::<1, Int>::from_data(TensorData::new(values, [n]), &device)
-            };
+        let index = |values: Vec<i64>| {
+            let n = values.len();
+            Tensor::<1, Int>::from_data(TensorData::new(values, [n]), &device)
+        };
+        let routed = |(expert, slots): (&GatedFeedForward<P>, Vec<usize>)| {
             let token_rows = index(slots.iter().map(|&s| (s / self.top_k) as i64).collect());
             let slot_rows = index(slots.iter().map(|&s| s as i64).collect());
             let out = expert.forward(x.clone().select(0, token_rows.clone()))
                 * weights.clone().select(0, slot_rows);
+            (token_rows, out)
+        };
+        let chosen = self
+            .experts
+            .iter()
+            .zip(slots_of)
+            .filter(|(_, slots)| !slots.is_empty());
+        // Experts whose products run on this process's threads (packed or quantized weights)
+        // run side by side, each product's own threads nested: one expert's single-thread
+        // operations no longer leave the other threads idle. Others run in turn (their backend
+        // spreads each operation; autodiff's graph stays in one order).
+        let outs: Vec<(Tensor<1, Int>, Tensor<2>)> = if self
+            .experts
+            .iter()
+            .all(|expert| expert.down_proj.multiplies_on_host())
+        {
+            chosen
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(routed)
+                .collect()
+        } else {
+            chosen.map(routed).collect()
+        };
+        for (token_rows, out) in outs {
             y = y.select_assign(0, token_rows, out, IndexingUpdateOp::Add);
         }
         if let Some(shared) = &self.shared_experts {

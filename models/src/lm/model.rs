@@ -539,12 +539,20 @@ impl CausalLm {
     /// experts then run side by side (docs/MEASUREMENTS.md, Mixture of experts). Dense layers,
     /// and every layer elsewhere, are left as they are.
     pub fn pack_experts(mut self) -> CausalLm {
-        for layer in &mut self.layers {
-            if let LmFeedForward::Experts(moe) = &layer.mlp {
-                let packed = moe.clone().map_projections(Projection::packed);
-                layer.mlp = LmFeedForward::Experts(packed);
-            }
-        }
+        // Each projection moved into its packed form in turn: one float weight copied at a time.
+        self.layers = self
+            .layers
+            .into_iter()
+            .map(|mut layer| {
+                layer.mlp = match layer.mlp {
+                    LmFeedForward::Experts(moe) => {
+                        LmFeedForward::Experts(moe.map_projections(Projection::packed))
+                    }
+                    dense => dense,
+                };
+                layer
+            })
+            .collect();
         self
     }
 

@@ -252,3 +252,107 @@ fn gradients_of_slices_add_up_where_they_lie_on_every_backend() {
         eprintln!("slice gradients ok on {}", test.backend);
     }
 }
+
+/// Burn's `attention` op differentiated on every backend (attnzoo's burn-autodiff patch: the
+/// backend's fused forward, a backward over blocks of query rows) against the same attention
+/// written out as tensor ops: causal over 3 blocks of rows (128, 128, 44), more keys than
+/// queries (causal there is `attention_fallback`'s, as before the patch),
+/// a Bool mask with a bias broadcast over the heads and its own gradient.
+#[test]
+fn attention_gradients_equal_the_written_out_formula_on_every_backend() {
+    use burn::tensor::activation::softmax;
+    use burn::tensor::module::attention;
+    use burn::tensor::ops::AttentionModuleOptions;
+    use burn::tensor::Distribution;
+    let normal = Distribution::Normal(0.0, 1.0);
+    for test in &test_devices() {
+        let device = test.device.clone().autodiff();
+        // (len_q, len_k, causal, mask and a tracked bias)
+        for (len_q, len_k, causal, masked) in [
+            (300, 300, true, false),
+            (64, 256, true, false),
+            (64, 256, false, false),
+            (100, 256, false, true),
+        ] {
+            let (batch, heads, width) = (2, 4, 16);
+            let q =
+                Tensor::<4>::random([batch, heads, len_q, width], normal, &device).require_grad();
+            let k =
+                Tensor::<4>::random([batch, heads, len_k, width], normal, &device).require_grad();
+            let v =
+                Tensor::<4>::random([batch, heads, len_k, width], normal, &device).require_grad();
+            let w = Tensor::<4>::random([batch, heads, len_q, width], normal, &device);
+            let (mask, bias) = if masked {
+                // About a fifth of the keys masked, never key 0 (no row is wholly masked).
+                let draw = Tensor::<4>::random(
+                    [batch, heads, len_q, len_k],
+                    Distribution::Default,
+                    &device,
+                );
+                let first = Tensor::<4>::zeros([batch, heads, len_q, 1], &device);
+                let rest = Tensor::<4>::ones([batch, heads, len_q, len_k - 1], &device);
+                let mask = draw
+                    .lower_elem(0.2)
+                    .bool_and(Tensor::cat(vec![first, rest], 3).equal_elem(1.0));
+                let bias =
+                    Tensor::<4>::random([batch, 1, len_q, len_k], normal, &device).require_grad();
+                (Some(mask), Some(bias))
+            } else {
+                (None, None)
+            };
+            let scale = 0.3;
+            let fused = attention(
+                q.clone(),
+                k.clone(),
+                v.clone(),
+                mask.clone(),
+                bias.clone(),
+                AttentionModuleOptions {
+                    scale: Some(scale),
+                    softcap: None,
+                    is_causal: causal,
+                },
+            );
+            let mut scores = q.clone().matmul(k.clone().swap_dims(2, 3)) * scale;
+            if let Some(mask) = &mask {
+                scores = scores.mask_fill(mask.clone(), f32::NEG_INFINITY);
+            }
+            if causal {
+                let rows = Tensor::<1, burn::tensor::Int>::arange(0..len_q as i64, &device)
+                    .reshape([1, 1, len_q, 1])
+                    .add_scalar((len_k - len_q) as i64);
+                let cols = Tensor::<1, burn::tensor::Int>::arange(0..len_k as i64, &device)
+                    .reshape([1, 1, 1, len_k]);
+                scores = scores.mask_fill(
+                    rows.lower(cols).expand([batch, heads, len_q, len_k]),
+                    f32::NEG_INFINITY,
+                );
+            }
+            if let Some(bias) = &bias {
+                scores = scores + bias.clone();
+            }
+            let written = softmax(scores, 3).matmul(v.clone());
+            let fused_grads = (fused.clone() * w.clone()).sum().backward();
+            let written_grads = (written.clone() * w).sum().backward();
+            let case = format!(
+                "{} len_q {len_q} len_k {len_k} causal {causal} masked {masked}",
+                test.backend
+            );
+            fused
+                .inner()
+                .into_data()
+                .assert_approx_eq::<f32>(&written.inner().into_data(), Tolerance::absolute(1e-4));
+            let mut tracked = vec![("q", q), ("k", k), ("v", v)];
+            tracked.extend(bias.map(|bias| ("bias", bias)));
+            for (name, x) in tracked {
+                let (a, b) = (
+                    x.grad(&fused_grads).unwrap(),
+                    x.grad(&written_grads).unwrap(),
+                );
+                let worst: f32 = (a.clone() - b.clone()).abs().max().into_scalar();
+                assert!(worst <= 1e-4, "{case}: d{name} differs by {worst}");
+            }
+            eprintln!("attention gradients ok: {case}");
+        }
+    }
+}

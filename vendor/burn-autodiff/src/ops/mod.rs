@@ -1,4 +1,5 @@
 mod activation;
+mod attention;
 mod backward;
 mod base;
 mod bool_tensor;

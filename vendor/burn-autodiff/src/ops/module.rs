@@ -14,6 +14,7 @@ use burn_backend::{Backend, get_or_init_device_settings};
 use burn_std::IntDType;
 
 use super::OpsKind;
+use super::attention::{attention_backward, blocked_backward_applies};
 
 impl<B: Backend, C: CheckpointStrategy> ModuleOps<Autodiff<B, C>> for Autodiff<B, C> {
     fn batch_norm_train(
@@ -2028,7 +2029,160 @@ impl<B: Backend, C: CheckpointStrategy> ModuleOps<Autodiff<B, C>> for Autodiff<B
         attn_bias: Option<FloatTensor<Autodiff<B, C>>>,
         options: AttentionModuleOptions,
     ) -> FloatTensor<Autodiff<B, C>> {
-        attention_fallback::<Self>(query, key, value, mask, attn_bias, options)
+        // attnzoo's patch: the backend's fused forward and a blocked backward (`attention.rs`)
+        // where it applies; 0.22.1 always differentiated `attention_fallback`'s unfused graph.
+        if !blocked_backward_applies::<B>(
+            &query.primitive,
+            &key.primitive,
+            &value.primitive,
+            &options,
+        ) {
+            return attention_fallback::<Self>(query, key, value, mask, attn_bias, options);
+        }
+
+        type Mask<B> = Option<burn_backend::tensor::BoolTensor<B>>;
+
+        #[derive(Debug)]
+        struct Attention;
+        #[derive(Debug)]
+        struct AttentionWithBias;
+
+        impl<B: Backend> Backward<B, 3> for Attention {
+            type State = (NodeId, NodeId, NodeId, Mask<B>, AttentionModuleOptions);
+
+            fn backward(
+                self,
+                ops: Ops<Self::State, 3>,
+                grads: &mut Gradients,
+                checkpointer: &mut Checkpointer,
+            ) {
+                let [node_q, node_k, node_v] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (q, k, v, mask, options) = ops.state;
+                let grads_in = attention_backward::<B>(
+                    checkpointer.retrieve_node_output(q),
+                    checkpointer.retrieve_node_output(k),
+                    checkpointer.retrieve_node_output(v),
+                    mask,
+                    None,
+                    false,
+                    &options,
+                    grad,
+                );
+                for (node, grad) in [
+                    (node_q, grads_in.query),
+                    (node_k, grads_in.key),
+                    (node_v, grads_in.value),
+                ] {
+                    if let Some(node) = node {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        impl<B: Backend> Backward<B, 4> for AttentionWithBias {
+            type State = (NodeId, NodeId, NodeId, NodeId, Mask<B>, AttentionModuleOptions);
+
+            fn backward(
+                self,
+                ops: Ops<Self::State, 4>,
+                grads: &mut Gradients,
+                checkpointer: &mut Checkpointer,
+            ) {
+                let [node_q, node_k, node_v, node_bias] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (q, k, v, bias, mask, options) = ops.state;
+                let grads_in = attention_backward::<B>(
+                    checkpointer.retrieve_node_output(q),
+                    checkpointer.retrieve_node_output(k),
+                    checkpointer.retrieve_node_output(v),
+                    mask,
+                    Some(checkpointer.retrieve_node_output(bias)),
+                    node_bias.is_some(),
+                    &options,
+                    grad,
+                );
+                for (node, grad) in [
+                    (node_q, Some(grads_in.query)),
+                    (node_k, Some(grads_in.key)),
+                    (node_v, Some(grads_in.value)),
+                    (node_bias, grads_in.bias),
+                ] {
+                    if let (Some(node), Some(grad)) = (node, grad) {
+                        grads.register::<B>(node.id, grad);
+                    }
+                }
+            }
+        }
+
+        match attn_bias {
+            None => match Attention
+                .prepare::<C>([query.node(), key.node(), value.node()])
+                .compute_bound()
+                .stateful()
+            {
+                OpsKind::Tracked(mut prep) => {
+                    let state = (
+                        prep.checkpoint(&query),
+                        prep.checkpoint(&key),
+                        prep.checkpoint(&value),
+                        mask.clone(),
+                        options.clone(),
+                    );
+                    let output = B::attention(
+                        query.primitive,
+                        key.primitive,
+                        value.primitive,
+                        mask,
+                        None,
+                        options,
+                    );
+                    prep.finish(state, output)
+                }
+                OpsKind::UnTracked(prep) => prep.finish(B::attention(
+                    query.primitive,
+                    key.primitive,
+                    value.primitive,
+                    mask,
+                    None,
+                    options,
+                )),
+            },
+            Some(bias) => match AttentionWithBias
+                .prepare::<C>([query.node(), key.node(), value.node(), bias.node()])
+                .compute_bound()
+                .stateful()
+            {
+                OpsKind::Tracked(mut prep) => {
+                    let state = (
+                        prep.checkpoint(&query),
+                        prep.checkpoint(&key),
+                        prep.checkpoint(&value),
+                        prep.checkpoint(&bias),
+                        mask.clone(),
+                        options.clone(),
+                    );
+                    let output = B::attention(
+                        query.primitive,
+                        key.primitive,
+                        value.primitive,
+                        mask,
+                        Some(bias.primitive),
+                        options,
+                    );
+                    prep.finish(state, output)
+                }
+                OpsKind::UnTracked(prep) => prep.finish(B::attention(
+                    query.primitive,
+                    key.primitive,
+                    value.primitive,
+                    mask,
+                    Some(bias.primitive),
+                    options,
+                )),
+            },
+        }
     }
 
     fn ctc_loss(

@@ -90,15 +90,16 @@ pub(crate) fn attention_backward<B: Backend>(
         let end = (start + rows_per_block).min(len_q);
         // Causal (as many queries as keys): the block's rows see the keys up to its last row.
         let keys = if options.is_causal { end } else { len_k };
-        let q = B::float_slice(query.clone(), &rows(start..end));
+        // The scale on the block's queries (`[rows, d_k]`), not on its scores (`[rows, keys]`).
+        let q = B::float_mul_scalar(
+            B::float_slice(query.clone(), &rows(start..end)),
+            scale.into(),
+        );
         let k = B::float_slice(key.clone(), &rows(0..keys));
         let v = B::float_slice(value.clone(), &rows(0..keys));
         let d_o = B::float_slice(grad.clone(), &rows(start..end));
 
-        let scores = B::float_mul_scalar(
-            B::float_matmul(q.clone(), B::float_transpose(k.clone())),
-            scale.into(),
-        );
+        let scores = B::float_matmul(q.clone(), B::float_transpose(k.clone()));
         let scores = match &mask {
             Some(mask) => {
                 let block = B::bool_slice(mask.clone(), &block(&mask.shape(), start..end, keys));
@@ -106,9 +107,21 @@ pub(crate) fn attention_backward<B: Backend>(
             }
             None => scores,
         };
+        // Causal: only the block's own square of keys (`start..end`) has keys past a row.
         let scores = if options.is_causal {
-            let causal = causal_mask::<B>(start..end, keys, [batch, heads], &device);
-            B::float_mask_fill(scores, causal, f32::NEG_INFINITY.into())
+            let square = [
+                Slice::from(..),
+                Slice::from(..),
+                Slice::from(..),
+                Slice::new(start as isize, Some(end as isize), 1),
+            ];
+            let past = causal_mask::<B>(end - start, [batch, heads], &device);
+            let masked = B::float_mask_fill(
+                B::float_slice(scores.clone(), &square),
+                past,
+                f32::NEG_INFINITY.into(),
+            );
+            B::float_slice_assign(scores, &square, masked)
         } else {
             scores
         };
@@ -131,10 +144,8 @@ pub(crate) fn attention_backward<B: Backend>(
             B::float_matmul(d_s.clone(), k),
             scale.into(),
         ));
-        let block_grad_key = B::float_mul_scalar(
-            B::float_matmul(B::float_transpose(d_s.clone()), q),
-            scale.into(),
-        );
+        // `q` holds the scale already.
+        let block_grad_key = B::float_matmul(B::float_transpose(d_s.clone()), q);
         grad_key = add_rows::<B>(grad_key, 0..keys, len_k, block_grad_key);
         if bias_grad {
             grad_bias_blocks.push(if keys < len_k {
@@ -192,27 +203,18 @@ fn block(shape: &Shape, rows: core::ops::Range<usize>, keys: usize) -> [Slice; 4
     ]
 }
 
-/// `true` where key `j` lies past row `i` (`j > i`), for rows `rows` and the first `keys` keys,
-/// as `attention_fallback`'s causal mask.
-fn causal_mask<B: Backend>(
-    rows: core::ops::Range<usize>,
-    keys: usize,
-    [batch, heads]: [usize; 2],
-    device: &B::Device,
-) -> BoolTensor<B> {
+/// `true` above the diagonal of an `n × n` square (key `j` past row `i`: `j > i`), over every
+/// batch and head.
+fn causal_mask<B: Backend>(n: usize, [batch, heads]: [usize; 2], device: &B::Device) -> BoolTensor<B> {
     let settings = get_or_init_device_settings::<B>(device);
-    let n = rows.len();
-    let rows = B::int_reshape(
-        B::int_arange(rows.start as i64..rows.end as i64, device, settings.int_dtype),
-        Shape::new([n, 1]),
+    let index = || B::int_arange(0..n as i64, device, settings.int_dtype);
+    let rows = B::int_reshape(index(), Shape::new([n, 1]));
+    let cols = B::int_reshape(index(), Shape::new([1, n]));
+    let past = B::bool_reshape(
+        B::int_lower(rows, cols, settings.bool_dtype),
+        Shape::new([1, 1, n, n]),
     );
-    let cols = B::int_reshape(
-        B::int_arange(0..keys as i64, device, settings.int_dtype),
-        Shape::new([1, keys]),
-    );
-    let past = B::int_lower(rows, cols, settings.bool_dtype);
-    let past = B::bool_reshape(past, Shape::new([1, 1, n, keys]));
-    B::bool_expand(past, Shape::new([batch, heads, n, keys]))
+    B::bool_expand(past, Shape::new([batch, heads, n, n]))
 }
 
 /// `softmax` over the last axis, 0 on fully masked rows, as `attention_fallback`'s.

@@ -20,7 +20,8 @@ pub struct Args {
     #[arg(long, visible_alias = "model-dir")]
     model: PathBuf,
     /// Dequantize a GGUF file's weights at load (the default on a GPU) instead of multiplying
-    /// from its blocks (the default on a CPU)
+    /// from its blocks (the default on a CPU); for a folder, keep its experts' weights as they
+    /// are instead of packing them for the CPU's own product
     #[arg(long)]
     dequantize: bool,
     /// The prompt's text (needs the folder's tokenizer.json)

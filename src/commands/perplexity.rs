@@ -24,7 +24,8 @@ pub struct Args {
     /// Tokens per chunk, as llama-perplexity's -c (the second half of each chunk is scored)
     #[arg(long, default_value_t = 512, value_parser = parse::context, allow_negative_numbers = true)]
     context: usize,
-    /// Dequantize a GGUF file's weights at load instead of multiplying from its blocks
+    /// Dequantize a GGUF file's weights at load instead of multiplying from its blocks (for a
+    /// folder: its experts' weights kept as they are, not packed)
     #[arg(long)]
     dequantize: bool,
     #[command(flatten)]

@@ -24,13 +24,13 @@ use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::{sigmoid, softmax};
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorData};
+use rayon::prelude::*;
 
 use super::torch_top_k::torch_top_k;
 use super::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 use crate::error::ensure;
 use crate::quant::Project;
 use crate::AttnError;
-use rayon::prelude::*;
 
 /// Configuration of [`SparseMoe`].
 ///

@@ -112,12 +112,17 @@ fn host_product<const D: usize>(
     let n = dims[..D - 1].iter().product::<usize>();
     dims[D - 1] = d_out;
     let device = x.device();
-    let x: Vec<f32> = x
+    let x = host_floats(x);
+    Tensor::from_data(TensorData::new(product(&x, n), dims), &device)
+}
+
+/// A float tensor's values on the host, as f32, row-major.
+pub(crate) fn host_floats<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
+    tensor
         .into_data()
         .convert::<f32>()
         .try_into_vec()
-        .expect("a float tensor reads back as f32");
-    Tensor::from_data(TensorData::new(product(&x, n), dims), &device)
+        .expect("a float tensor reads back as f32")
 }
 
 /// A linear layer whose weight is packed in panels for the CPU's own product
@@ -136,13 +141,7 @@ impl PackedLinear {
     /// `linear`'s weight packed, its bias kept.
     pub fn new(linear: Linear) -> PackedLinear {
         let [d_in, d_out] = linear.weight.dims();
-        let w: Vec<f32> = linear
-            .weight
-            .val()
-            .into_data()
-            .convert::<f32>()
-            .try_into_vec()
-            .expect("a float tensor reads back as f32");
+        let w = host_floats(linear.weight.val());
         PackedLinear {
             weight: PackedMatrix::new(&w, d_in, d_out),
             bias: linear.bias,

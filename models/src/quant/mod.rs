@@ -11,6 +11,7 @@ mod matrix;
 mod packed;
 
 pub use blocks::{GgmlType, QK_K};
+pub(crate) use linear::host_floats;
 pub use linear::{
     quantized_product, PackedLinear, Project, Projection, QuantizedEmbedding, QuantizedLinear,
     TokenEmbedding,

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use super::torch_top_k::torch_top_k;
 use super::{GatedActivation, GatedFeedForward, GatedFeedForwardConfig};
 use crate::error::ensure;
-use crate::quant::Project;
+use crate::quant::{host_floats, Project};
 use crate::AttnError;
 
 /// Configuration of [`SparseMoe`].
@@ -229,11 +229,7 @@ impl<P: Project> SparseMoe<P> {
                 (s, choosing)
             }
         };
-        let choosing = choosing
-            .into_data()
-            .convert::<f32>()
-            .try_to_vec::<f32>()
-            .expect("a float tensor reads back as f32");
+        let choosing = host_floats(choosing);
         let chosen: Vec<usize> = choosing
             .chunks(n_experts)
             .flat_map(|row| self.choose(row))

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -137,58 +137,51 @@ impl QuantMatrix {
         };
         let chunks = self.rows.div_ceil(chunk);
         let next = AtomicUsize::new(0);
-        // Each thread's chunks, and their sums one after the other, [n, the chunk's rows] each.
-        let taken: Vec<(Vec<usize>, Vec<f32>)> = (0..threads.min(chunks))
-            .into_par_iter()
-            .map(|_| {
-                let (mut ids, mut all) = (Vec::new(), Vec::new());
-                let mut buffer = Vec::new();
-                loop {
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= chunks {
-                        break (ids, all);
-                    }
-                    let rows = c * chunk..((c + 1) * chunk).min(self.rows);
-                    let at = all.len();
-                    all.resize(at + n * rows.len(), 0.0);
-                    let sums = &mut all[at..];
-                    for group in rows.clone().step_by(GROUP) {
-                        let group = group..(group + GROUP).min(rows.end);
-                        let span = group.start - rows.start..group.end - rows.start;
-                        for (t, sums) in sums.chunks_mut(rows.len()).enumerate() {
-                            let sums = &mut sums[span.clone()];
-                            match &quantized {
-                                Some(q) => dot_rows(
-                                    self.ggml_type,
-                                    self.rows_bytes(group.clone()),
-                                    &q[t],
-                                    sums,
-                                ),
-                                None => {
-                                    let x = &x[t * self.cols..(t + 1) * self.cols];
-                                    buffer.resize(self.cols, 0.0);
-                                    for (r, sum) in group.clone().zip(sums) {
-                                        self.ggml_type.dequantize(self.row(r), &mut buffer);
-                                        *sum = dot(&buffer, x);
-                                    }
+        // The sums chunk after chunk, each chunk's `[n, its rows]`: with one row of `x` that is
+        // the output itself. Each chunk's part is taken by the one thread that takes the chunk.
+        let mut sums = vec![0.0; n * self.rows];
+        let parts: Vec<Mutex<&mut [f32]>> = sums.chunks_mut(n * chunk).map(Mutex::new).collect();
+        (0..threads.min(chunks)).into_par_iter().for_each(|_| {
+            let mut buffer = Vec::new();
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                if c >= chunks {
+                    break;
+                }
+                let rows = c * chunk..((c + 1) * chunk).min(self.rows);
+                let mut part = parts[c].lock().expect("a chunk is taken once");
+                for group in rows.clone().step_by(GROUP) {
+                    let group = group..(group + GROUP).min(rows.end);
+                    let span = group.start - rows.start..group.end - rows.start;
+                    for (t, sums) in part.chunks_mut(rows.len()).enumerate() {
+                        let sums = &mut sums[span.clone()];
+                        match &quantized {
+                            Some(q) => {
+                                dot_rows(self.ggml_type, self.rows_bytes(group.clone()), &q[t], sums)
+                            }
+                            None => {
+                                let x = &x[t * self.cols..(t + 1) * self.cols];
+                                buffer.resize(self.cols, 0.0);
+                                for (r, sum) in group.clone().zip(sums) {
+                                    self.ggml_type.dequantize(self.row(r), &mut buffer);
+                                    *sum = dot(&buffer, x);
                                 }
                             }
                         }
                     }
-                    ids.push(c);
                 }
-            })
-            .collect();
+            }
+        });
+        drop(parts);
+        if n == 1 {
+            return sums;
+        }
         let mut out = vec![0.0; n * self.rows];
-        for (ids, all) in &taken {
-            let mut at = 0;
-            for &c in ids {
-                let rows = c * chunk..((c + 1) * chunk).min(self.rows);
-                for t in 0..n {
-                    out[t * self.rows + rows.start..][..rows.len()]
-                        .copy_from_slice(&all[at..at + rows.len()]);
-                    at += rows.len();
-                }
+        for (c, part) in sums.chunks(n * chunk).enumerate() {
+            let start = c * chunk;
+            let len = part.len() / n;
+            for (t, sums) in part.chunks(len).enumerate() {
+                out[t * self.rows + start..][..len].copy_from_slice(sums);
             }
         }
         out
@@ -254,8 +247,9 @@ mod tests {
         }
     }
 
-    /// The block types of the fixture, as matrices, and a Q8_0 matrix of 203 distinct rows (the
-    /// fixture's have 2): several chunks of threads' work, the last one and its last group short.
+    /// The block types of the fixture, as matrices, and a Q8_0 matrix of 1,203 distinct rows (the
+    /// fixture's have 2): chunks of 64 rows on up to 4 threads, the last one (51 rows) and its
+    /// last group short.
     fn fixture_matrices() -> Vec<(String, QuantMatrix)> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -274,7 +268,7 @@ mod tests {
                 (info.name.clone(), matrix)
             })
             .collect();
-        let (rows, blocks) = (203, 3);
+        let (rows, blocks) = (1203, 3);
         let bytes: Vec<u8> = (0..rows * blocks)
             .flat_map(|b| {
                 // A positive f16 scale between 2⁻³ and 2⁻² that differs from block to block.
@@ -286,7 +280,7 @@ mod tests {
         let len = bytes.len();
         let bytes: SharedBytes = Arc::new(bytes);
         let q8 = QuantMatrix::new(bytes, 0..len, GgmlType::Q8_0, rows, 32 * blocks).unwrap();
-        matrices.push(("Q8_0 of 203 rows".into(), q8));
+        matrices.push(("Q8_0 of 1,203 rows".into(), q8));
         matrices
     }
 

@@ -25,8 +25,8 @@ pub struct Args {
     /// [default: $ATTNZOO_MINILM_DIR or ~/.cache/attnzoo/all-MiniLM-L6-v2, if there]
     #[arg(long)]
     model_dir: Option<PathBuf>,
-    /// A decoder language model's Hugging Face folder (config.json, weights, tokenizer.json), for
-    /// the page's Language model tab: stream a continuation, click a token to see where it
+    /// A decoder language model: a Hugging Face folder (config.json, weights, tokenizer.json) or
+    /// a GGUF file (weights kept in their blocks on a CPU), for the page's Language model tab: stream a continuation, click a token to see where it
     /// looked (repeat for several)
     #[arg(long)]
     lm: Vec<PathBuf>,

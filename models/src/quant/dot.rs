@@ -1,6 +1,6 @@
 //! `Σⱼ wⱼ xⱼ` over one row of blocks, straight from the blocks, as llama.cpp multiplies when
 //! decoding (its `ggml_vec_dot_*` kernels): `x` is quantized once per product to 8 bits in blocks
-//! of 32 ([`Q8Row`]: `x ≈ d_x q_x`, llama.cpp's `Q8_0` activations with an f32 scale), and each
+//! of 32 ([`Q8Row`]: `x ≈ d_x q_x`, llama.cpp's `Q8_0` activations with their f16 scale), and each
 //! weight block is multiplied in integers — its quants, made unsigned (`u = q + offset`), times
 //! `x`'s — then scaled:
 //!
@@ -17,6 +17,8 @@
 // The loops index several arrays by the block layout's own arithmetic: indices read as the format.
 #![allow(clippy::needless_range_loop)]
 
+use half::f16;
+
 use super::blocks::{half, k_scale_min, q3_k_scales, GgmlType, QK_K};
 
 /// A row of `x` quantized for the integer products: `x ≈ d q` with `d = max |x| / 127` over each
@@ -31,7 +33,8 @@ pub struct Q8Row {
     d: Vec<f32>,
     /// `Σ q` over each 16 elements.
     sums: Vec<i32>,
-    /// `d Σ q` over each block of 32 (the offsets' and minimums' factor).
+    /// `d Σ q` over each block of 32 (the offsets' and minimums' factor; for a type with
+    /// minimums, llama.cpp's f16 `Q8_1` sum).
     scaled_sums: Vec<f32>,
 }
 
@@ -39,34 +42,56 @@ impl Q8Row {
     /// `x` for the products with `kind`'s blocks, of a length that is a multiple of the type's
     /// block (the rows' are).
     pub fn new(kind: GgmlType, x: &[f32]) -> Q8Row {
-        let span = if kind.block_elements() == QK_K {
-            QK_K
-        } else {
-            32
-        };
+        let super_blocks = kind.block_elements() == QK_K;
+        let span = if super_blocks { QK_K } else { 32 };
         assert_eq!(x.len() % span, 0, "a Q8 row is whole spans of {span}");
         let mut q = vec![0i8; x.len()];
         let mut d = Vec::with_capacity(x.len() / 32);
+        // `d Σ q` per block of 32 for a weight type with minimums (Q4_1, Q5_1), as llama.cpp's
+        // `Q8_1` keeps it: the unrounded scale times the sum, rounded to f16.
+        let mut mins_factors = Vec::new();
         for (x, q) in x.chunks_exact(span).zip(q.chunks_exact_mut(span)) {
             // Folds without an early exit, so that they run in vector registers.
             let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let nan = x.iter().fold(false, |nan, v| nan | v.is_nan());
-            let scale = if nan { f32::NAN } else { amax / 127.0 };
-            let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+            // llama.cpp's arithmetic: the quants are `x · (127 / max)` rounded; the scale is
+            // `max / 127` rounded to f16 for blocks of 32 (its `Q8_0`, `Q8_1` keep an f16), and
+            // `1 / (127 / max)` in f32 for the K types (its `Q8_K`).
+            let inverse = if amax > 0.0 { 127.0 / amax } else { 0.0 };
+            let raw = amax / 127.0;
+            let scale = if nan {
+                f32::NAN
+            } else if super_blocks {
+                if amax > 0.0 {
+                    1.0 / inverse
+                } else {
+                    0.0
+                }
+            } else {
+                f16::from_f32(raw).to_f32()
+            };
             for (q, x) in q.iter_mut().zip(x) {
                 *q = nearest(x * inverse) as i8;
             }
             d.extend(std::iter::repeat_n(scale, span / 32));
+            if matches!(kind, GgmlType::Q4_1 | GgmlType::Q5_1) {
+                let sum: i32 = q.iter().map(|&v| v as i32).sum();
+                let factor = if nan { f32::NAN } else { raw * sum as f32 };
+                mins_factors.push(f16::from_f32(factor).to_f32());
+            }
         }
         let sums: Vec<i32> = q
             .chunks_exact(16)
             .map(|c| c.iter().map(|&v| v as i32).sum())
             .collect();
-        let scaled_sums = sums
-            .chunks_exact(2)
-            .zip(&d)
-            .map(|(s, d)| d * (s[0] + s[1]) as f32)
-            .collect();
+        let scaled_sums = if mins_factors.is_empty() {
+            sums.chunks_exact(2)
+                .zip(&d)
+                .map(|(s, d)| d * (s[0] + s[1]) as f32)
+                .collect()
+        } else {
+            mins_factors
+        };
         Q8Row {
             q,
             d,
@@ -184,7 +209,7 @@ fn dot_row_portable(kind: GgmlType, row: &[u8], x: &Q8Row) -> f32 {
                     let (p, s) = (udot(&u, x.block(b)), x.block_sum(b));
                     let d = half(block, 0) * x.d[b];
                     if min {
-                        d * p as f32 + half(block, 2) * x.d[b] * s as f32
+                        d * p as f32 + half(block, 2) * x.scaled_sums[b]
                     } else {
                         d * (p - offset * s) as f32
                     }
@@ -626,8 +651,9 @@ pub fn both(kind: GgmlType, rows: &[u8], x: &Q8Row) -> Vec<(f32, f32)> {
 mod tests {
     use super::*;
 
-    /// `x` rounds to its blocks' scale: every element within `d / 2` of `d q`, and a block of
-    /// zeros (scale 0) stays zeros.
+    /// `x` rounds to its blocks' scale as llama.cpp's `Q8_0`: `q = x · 127 / max` rounded, the
+    /// scale `max / 127` kept as an f16; every element within half a step (and the f16
+    /// rounding of the scale, times `|q| ≤ 127`) of `d q`; a block of zeros (scale 0) stays zeros.
     #[test]
     fn x_is_quantized_per_block_of_32_within_half_a_step() {
         let mut x: Vec<f32> = (0..96)
@@ -636,13 +662,24 @@ mod tests {
         x[32..64].fill(0.0);
         let row = Q8Row::new(GgmlType::Q8_0, &x);
         let back = row.dequantized();
-        for (i, (a, b)) in x.iter().zip(&back).enumerate() {
-            assert!(
-                (a - b).abs() <= row.d[i / 32] / 2.0 + 1e-7,
-                "{i}: {a} vs {b}"
-            );
+        for (b, x) in x.chunks(32).enumerate() {
+            let step = x.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
+            assert_eq!(row.d[b], f16::from_f32(step).to_f32());
+            for (i, a) in x.iter().enumerate() {
+                let got = back[32 * b + i];
+                let bound = step / 2.0 + 127.0 * (row.d[b] - step).abs() + 1e-7;
+                assert!((a - got).abs() <= bound, "{b}.{i}: {a} vs {got}");
+            }
         }
         assert_eq!(row.d[1], 0.0);
+        // For a type with minimums, `d Σ q` as llama.cpp's `Q8_1` keeps it: the unrounded scale
+        // times the sum, rounded to f16.
+        let with_mins = Q8Row::new(GgmlType::Q4_1, &x);
+        for (b, x) in x.chunks(32).enumerate() {
+            let step = x.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
+            let sum = with_mins.block_sum(b) as f32;
+            assert_eq!(with_mins.scaled_sums[b], f16::from_f32(step * sum).to_f32());
+        }
         assert_eq!(row.sums.len(), 6);
         assert_eq!(
             row.sums[0],
@@ -660,7 +697,7 @@ mod tests {
         x[300] = 10.0;
         let row = Q8Row::new(GgmlType::Q4_K, &x);
         assert!(row.d[..8].iter().all(|&d| d == row.d[0]));
-        assert!(row.d[8..].iter().all(|&d| d == 10.0 / 127.0));
+        assert!(row.d[8..].iter().all(|&d| d == 1.0 / (127.0 / 10.0)));
         assert!(row.d[0] < row.d[8]);
         for (i, (a, b)) in x.iter().zip(row.dequantized()).enumerate() {
             assert!(

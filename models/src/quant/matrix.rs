@@ -156,9 +156,12 @@ impl QuantMatrix {
                     for (t, sums) in part.chunks_mut(rows.len()).enumerate() {
                         let sums = &mut sums[span.clone()];
                         match &quantized {
-                            Some(q) => {
-                                dot_rows(self.ggml_type, self.rows_bytes(group.clone()), &q[t], sums)
-                            }
+                            Some(q) => dot_rows(
+                                self.ggml_type,
+                                self.rows_bytes(group.clone()),
+                                &q[t],
+                                sums,
+                            ),
                             None => {
                                 let x = &x[t * self.cols..(t + 1) * self.cols];
                                 buffer.resize(self.cols, 0.0);

@@ -43,13 +43,12 @@ impl Q8Row {
     /// block (the rows' are).
     pub fn new(kind: GgmlType, x: &[f32]) -> Q8Row {
         let super_blocks = kind.block_elements() == QK_K;
+        let with_minimums = matches!(kind, GgmlType::Q4_1 | GgmlType::Q5_1);
         let span = if super_blocks { QK_K } else { 32 };
         assert_eq!(x.len() % span, 0, "a Q8 row is whole spans of {span}");
         let mut q = vec![0i8; x.len()];
         let mut d = Vec::with_capacity(x.len() / 32);
-        // `d Σ q` per block of 32 for a weight type with minimums (Q4_1, Q5_1), as llama.cpp's
-        // `Q8_1` keeps it: the unrounded scale times the sum, rounded to f16.
-        let mut mins_factors = Vec::new();
+        let mut scaled_sums = Vec::with_capacity(x.len() / 32);
         for (x, q) in x.chunks_exact(span).zip(q.chunks_exact_mut(span)) {
             // Folds without an early exit, so that they run in vector registers.
             let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
@@ -58,40 +57,33 @@ impl Q8Row {
             // `max / 127` rounded to f16 for blocks of 32 (its `Q8_0`, `Q8_1` keep an f16), and
             // `1 / (127 / max)` in f32 for the K types (its `Q8_K`).
             let inverse = if amax > 0.0 { 127.0 / amax } else { 0.0 };
-            let raw = amax / 127.0;
-            let scale = if nan {
-                f32::NAN
-            } else if super_blocks {
-                if amax > 0.0 {
-                    1.0 / inverse
-                } else {
-                    0.0
-                }
-            } else {
+            let raw = if nan { f32::NAN } else { amax / 127.0 };
+            let scale = if !super_blocks {
                 f16::from_f32(raw).to_f32()
+            } else if amax > 0.0 && !nan {
+                1.0 / inverse
+            } else {
+                raw
             };
             for (q, x) in q.iter_mut().zip(x) {
                 *q = nearest(x * inverse) as i8;
             }
             d.extend(std::iter::repeat_n(scale, span / 32));
-            if matches!(kind, GgmlType::Q4_1 | GgmlType::Q5_1) {
-                let sum: i32 = q.iter().map(|&v| v as i32).sum();
-                let factor = if nan { f32::NAN } else { raw * sum as f32 };
-                mins_factors.push(f16::from_f32(factor).to_f32());
+            // `d Σ q` per block of 32; for a type with minimums as llama.cpp's `Q8_1` keeps it,
+            // the unrounded scale times the sum, rounded to f16.
+            for block in q.chunks_exact(32) {
+                let sum = block.iter().map(|&v| v as i32).sum::<i32>() as f32;
+                scaled_sums.push(if with_minimums {
+                    f16::from_f32(raw * sum).to_f32()
+                } else {
+                    scale * sum
+                });
             }
         }
         let sums: Vec<i32> = q
             .chunks_exact(16)
             .map(|c| c.iter().map(|&v| v as i32).sum())
             .collect();
-        let scaled_sums = if mins_factors.is_empty() {
-            sums.chunks_exact(2)
-                .zip(&d)
-                .map(|(s, d)| d * (s[0] + s[1]) as f32)
-                .collect()
-        } else {
-            mins_factors
-        };
         Q8Row {
             q,
             d,

@@ -275,7 +275,7 @@ mod tests {
         let bytes: Vec<u8> = (0..rows * blocks)
             .flat_map(|b| {
                 // A positive f16 scale between 2⁻³ and 2⁻² that differs from block to block.
-                let scale = (0x3000u16 + (b as u16 * 37) % 1024).to_le_bytes();
+                let scale = (0x3000 + ((b * 37) % 1024) as u16).to_le_bytes();
                 let quants = (0..32).map(move |j| ((b * 31 + j * 7) % 255) as u8);
                 scale.into_iter().chain(quants)
             })
